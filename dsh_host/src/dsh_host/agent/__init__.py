@@ -1,0 +1,1 @@
+"""The agent: inbox, loop, placement and request reconstruction."""

@@ -1,0 +1,31 @@
+"""The host's own hook implementations, registered like any plugin's.
+
+They provide the last-resort results of the waterfall hooks and the two built-in model
+adapters. Optional built-in features (the read-only file tools) are separate entry-point
+plugins instead, so configuration can leave them out.
+"""
+
+from __future__ import annotations
+
+from dsh_host.agent.decisions import Allow
+from dsh_host.hookspecs import hookimpl
+
+
+@hookimpl(trylast=True)
+def dsh_prompt_submit(agent, content, source, signal, contexts):
+    """Default allow: the record's contexts become the additional contexts (none: no key)."""
+    return Allow(additional_contexts=list(contexts)) if contexts else Allow()
+
+
+@hookimpl(trylast=True)
+def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, signal):
+    """Without a recovery plugin, a failed request fails the turn."""
+    return "fail"
+
+
+@hookimpl
+def dsh_register_models(register):
+    from dsh_host.models import openai, scripted
+
+    register("scripted", scripted.create)
+    register("openai", openai.create)

@@ -1,0 +1,158 @@
+"""Plugin discovery and mounting.
+
+Every installed entry point in group `dsh` is discovered (so `dsh plugins` can list it), but only
+the plugins the configuration names are imported and mounted, in order. Importing all of them
+happens before any mount, and a failing mount unmounts what was mounted before it, so start-up
+either mounts every named plugin or none.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from dsh_host import hookspecs
+from dsh_host.config import DEFAULT_PLUGINS
+from dsh_host.errors import DshError, PluginError
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+
+GROUP = "dsh"
+
+
+@dataclass(frozen=True)
+class InstalledPlugin:
+    """An entry point in group `dsh`, not necessarily imported."""
+
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+
+
+@dataclass(frozen=True)
+class MountedPlugin:
+    """A plugin the host mounted, with the hooks it implements."""
+
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+    hooks: tuple[str, ...] = field(default_factory=tuple)
+
+
+def discover() -> dict[str, InstalledPlugin]:
+    """Every installed plugin by name (the entry point name is the name in configuration)."""
+    found: dict[str, InstalledPlugin] = {}
+    for ep in metadata.entry_points(group=GROUP):
+        dist = getattr(ep, "dist", None)
+        found[ep.name] = InstalledPlugin(
+            name=ep.name,
+            module=ep.value,
+            distribution=dist.metadata["Name"] if dist is not None else None,
+            version=dist.version if dist is not None else None,
+        )
+    return found
+
+
+def _entry_point(name: str) -> metadata.EntryPoint:
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            return ep
+    raise KeyError(name)
+
+
+def resolve_names(configured: list[str] | None, installed: Mapping[str, InstalledPlugin]) -> list[str]:
+    """The plugins to mount: the configured list, or the installed standard features."""
+    if configured is None:
+        return [name for name in DEFAULT_PLUGINS if name in installed]
+    seen: set[str] = set()
+    for name in configured:
+        if name in seen:
+            raise PluginError(f"plugin {name!r} is named twice in [host] plugins")
+        seen.add(name)
+        if name not in installed:
+            names = ", ".join(sorted(installed)) or "(none)"
+            raise PluginError(f"unknown plugin {name!r}; installed plugins: {names}")
+    return list(configured)
+
+
+def new_plugin_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(GROUP)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
+    """Names of the hooks `plugin` implements, sorted."""
+    return tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
+
+
+def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -> dict[str, Any]:
+    """Import every named plugin module before mounting any, naming the one that fails."""
+    modules: dict[str, Any] = {}
+    for name in names:
+        try:
+            modules[name] = _entry_point(name).load()
+        except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's, reported by name
+            raise PluginError(f"plugin {name!r} failed to import: {type(exc).__name__}: {exc}") from exc
+    return modules
+
+
+def mount_all(host: Host, names: list[str], modules: Mapping[str, Any]) -> list[MountedPlugin]:
+    """Register and mount each plugin in order; on a failure, unmount the ones before it."""
+    mounted: list[tuple[str, Any]] = []
+    records: list[MountedPlugin] = []
+    pm = host.pm
+    for name in names:
+        module = modules[name]
+        try:
+            pm.register(module, name=name)
+            others = [p for p in pm.get_plugins() if p is not module]
+            with host.services.owned_by(name):
+                pm.subset_hook_caller("dsh_mount", remove_plugins=others)(
+                    host=host, config=host.config.plugin_table(name)
+                )
+        except Exception as exc:  # noqa: BLE001 - reported with the plugin's name, then rolled back
+            host.services.unregister_owned_by(name)
+            if pm.is_registered(module):
+                pm.unregister(module)
+            unmount_all(host, mounted)
+            if isinstance(exc, DshError):
+                raise PluginError(f"plugin {name!r}: {exc}") from exc
+            raise PluginError(f"plugin {name!r} failed to mount: {type(exc).__name__}: {exc}") from exc
+        mounted.append((name, module))
+        info = host.installed.get(name)
+        records.append(
+            MountedPlugin(
+                name=name,
+                module=getattr(module, "__name__", repr(module)),
+                distribution=info.distribution if info else None,
+                version=info.version if info else None,
+                hooks=hooks_of(pm, module),
+            )
+        )
+    return records
+
+
+def unmount_all(host: Host, mounted: list[tuple[str, Any]]) -> list[str]:
+    """Unmount in reverse order; returns the error lines of plugins whose unmount raised."""
+    errors: list[str] = []
+    pm = host.pm
+    for name, module in reversed(mounted):
+        others = [p for p in pm.get_plugins() if p is not module]
+        try:
+            pm.subset_hook_caller("dsh_unmount", remove_plugins=others)(host=host)
+        except Exception as exc:  # noqa: BLE001 - unmounting continues for the other plugins
+            errors.append(f"plugin {name!r} failed to unmount: {type(exc).__name__}: {exc}")
+            print(f"dsh: warning: {errors[-1]}", file=sys.stderr)
+        host.services.unregister_owned_by(name)
+        if pm.is_registered(module):
+            pm.unregister(module)
+    return errors

@@ -1,0 +1,1 @@
+"""The session log: events, lossless JSON, surface folding, crash repair, interchange."""

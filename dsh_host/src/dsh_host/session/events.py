@@ -1,0 +1,190 @@
+"""The event envelope, the session header, and the vocabulary this host writes.
+
+Events are immutable records. `data` is a frozen JSON value; `surface_op` is None (log-only
+events), `"append"`, or a frozen `{"op": "replace", "start", "end"}` mapping exactly as read or
+written; `source_event_seqs` is None or a frozen list. `to_json()` gives the log form with the
+key order the reference writes: type, seq, time, data, sourceEventSeqs, surfaceOp.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_host.session.frozen import frozen_loads
+
+SURFACE_TYPES = frozenset(
+    {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
+)
+ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"})
+MAX_SAFE_INTEGER = 2**53 - 1
+SESSION_FORMAT_VERSION = 0
+
+PROMPT_DELIMITER = "\n\n## My request:\n"
+"""The text block that separates baked prompt-prefix contexts from the direct prompt."""
+
+
+class InvalidEvent(ValueError):
+    """An event or header that does not satisfy the envelope rules."""
+
+
+def is_safe_int(value: Any, *, minimum: int = 0) -> bool:
+    return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One logged event. `data_json` is the compact JSON text of `data` (kept to store it)."""
+
+    type: str
+    seq: int
+    time: int
+    data: Any
+    surface_op: Any = None
+    source_event_seqs: Any = None
+    data_json: str = field(default="", repr=False, compare=False)
+
+    @property
+    def is_surface(self) -> bool:
+        return self.type in SURFACE_TYPES
+
+    def to_json(self) -> dict[str, Any]:
+        """The log form of this event (frozen containers inside; serialise or `thaw` it)."""
+        out: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
+        if self.source_event_seqs is not None:
+            out["sourceEventSeqs"] = self.source_event_seqs
+        if self.surface_op is not None:
+            out["surfaceOp"] = self.surface_op
+        return out
+
+    def to_line(self) -> str:
+        """Compact JSON, one line, as the JSONL interchange format writes it."""
+        return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+
+
+def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
+    """Build an event from its parsed log form, checking the envelope (not the surface)."""
+    if not isinstance(raw, Mapping):
+        raise InvalidEvent("invalid event envelope: not an object")
+    extra = set(raw) - ENVELOPE_KEYS
+    if extra:
+        raise InvalidEvent(f"invalid event envelope: unexpected key(s) {sorted(extra)}")
+    kind, seq, time = raw.get("type"), raw.get("seq"), raw.get("time")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidEvent("invalid event envelope: type must be a non-empty string")
+    if not is_safe_int(seq):
+        raise InvalidEvent(f"invalid event envelope: seq {seq!r} is not a non-negative safe integer")
+    if expected_seq is not None and seq != expected_seq:
+        raise InvalidEvent(f"session event seq {seq} is not contiguous; expected {expected_seq}")
+    if not is_safe_int(time):
+        raise InvalidEvent(f"invalid event envelope: time {time!r} is not a non-negative safe integer")
+    if "data" not in raw:
+        raise InvalidEvent("invalid event envelope: data is missing")
+    if kind in ("request/header-delta", "mode/set"):
+        raise InvalidEvent(f"legacy event type {kind!r} is not supported")
+    data_text = json.dumps(raw["data"], ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if kind == "request/header" and isinstance(raw["data"], Mapping) and raw["data"].get("reason") == "fallback":
+        raise InvalidEvent("legacy request/header reason 'fallback' is not supported")
+    return Event(
+        type=kind,
+        seq=seq,
+        time=time,
+        data=frozen_loads(data_text),
+        surface_op=_freeze(raw["surfaceOp"]) if "surfaceOp" in raw else None,
+        source_event_seqs=_freeze(raw["sourceEventSeqs"]) if "sourceEventSeqs" in raw else None,
+        data_json=data_text,
+    )
+
+
+def _freeze(value: Any) -> Any:
+    # JSON null is "carried" (and then invalid), so keep a marker distinct from absence.
+    if value is None:
+        return NULL_MARKER
+    return frozen_loads(json.dumps(value, separators=(",", ":"), allow_nan=False))
+
+
+class _NullMarker:
+    """A carried JSON null in an envelope field (absent is None); always invalid there."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+NULL_MARKER = _NullMarker()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """Immutable metadata of a session, kept outside its log."""
+
+    id: str
+    created_at: int | float
+    cwd: str | None = None
+    version: int = SESSION_FORMAT_VERSION
+    parent_session: str | None = None
+    seed_length: int | None = None
+    delegation_depth: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The header line of the JSONL format (`delegationDepth` always written, 0 if absent)."""
+        out: dict[str, Any] = {"type": "session", "version": self.version, "id": self.id, "createdAt": self.created_at}
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
+        if self.parent_session is not None:
+            out["parentSession"] = self.parent_session
+        if self.seed_length is not None:
+            out["seedLength"] = self.seed_length
+        out["delegationDepth"] = self.delegation_depth or 0
+        return out
+
+
+def header_from_json(raw: Any) -> SessionHeader:
+    """Validate a JSONL header line's object."""
+    if not isinstance(raw, Mapping) or raw.get("type") != "session":
+        raise InvalidEvent("first line is not a session header")
+    if raw.get("version") != SESSION_FORMAT_VERSION or type(raw.get("version")) is not int:
+        raise InvalidEvent(f"unsupported session format version {raw.get('version')!r}")
+    sid, created = raw.get("id"), raw.get("createdAt")
+    if not isinstance(sid, str):
+        raise InvalidEvent("session header id must be a string")
+    if isinstance(created, bool) or not isinstance(created, (int, float)):
+        raise InvalidEvent("session header createdAt must be a finite number")
+    cwd = raw.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+        raise InvalidEvent(f"session header cwd must be an absolute path, got {cwd!r}")
+    parent = raw.get("parentSession")
+    if parent is not None and not isinstance(parent, str):
+        raise InvalidEvent("session header parentSession must be a string")
+    for key in ("seedLength", "delegationDepth"):
+        if key in raw and not is_safe_int(raw[key]):
+            raise InvalidEvent(f"session header {key} must be a non-negative safe integer")
+    return SessionHeader(
+        id=sid,
+        created_at=created,
+        cwd=cwd,
+        parent_session=parent,
+        seed_length=raw.get("seedLength"),
+        delegation_depth=raw.get("delegationDepth"),
+    )
+
+
+def display_prompt_content(data: Mapping[str, Any]) -> Any:
+    """The direct prompt of a user/steering message: the envelope's display content if any."""
+    envelope = data.get("envelope")
+    if isinstance(envelope, Mapping) and "displayContent" in envelope:
+        return envelope["displayContent"]
+    return data.get("content", [])
+
+
+def text_of(blocks: Any, sep: str = "\n") -> str:
+    """The `text` blocks of a content list, joined with `sep`."""
+    if not isinstance(blocks, list):
+        return ""
+    return sep.join(
+        b["text"] for b in blocks if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+

@@ -1,0 +1,72 @@
+"""Read-only JSON containers.
+
+`FrozenDict` and `FrozenList` subclass `dict` and `list`, so they compare equal to plain JSON
+values and serialise with `json.dumps` unchanged, but every mutating method raises TypeError.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+
+def _readonly(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError("session data is frozen")
+
+
+class FrozenDict(dict):
+    """A dict that cannot be changed after construction."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return id(self)
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> FrozenDict:
+        return self
+
+
+class FrozenList(list):
+    """A list that cannot be changed after construction."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _readonly  # type: ignore[assignment]
+    clear = sort = reverse = __iadd__ = __imul__ = _readonly  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return id(self)
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> FrozenList:
+        return self
+
+
+def _frozen_object(pairs: list[tuple[str, Any]]) -> FrozenDict:
+    return FrozenDict([(k, _freeze_lists(v)) if type(v) is list else (k, v) for k, v in pairs])
+
+
+def _freeze_lists(value: list) -> FrozenList:
+    # Objects inside arrays are already frozen by the object hook; only nested arrays remain.
+    return FrozenList([_freeze_lists(v) if type(v) is list else v for v in value])
+
+
+def frozen_loads(text: str) -> Any:
+    """Parse JSON text into frozen containers."""
+    value = json.loads(text, object_pairs_hook=_frozen_object)
+    return _freeze_lists(value) if type(value) is list else value
+
+
+def thaw(value: Any) -> Any:
+    """A detached, mutable deep copy of a (possibly frozen) JSON value."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value

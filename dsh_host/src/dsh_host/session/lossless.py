@@ -1,0 +1,98 @@
+"""Lossless JSON: values that survive a JSON round trip unchanged.
+
+Accepted: None, bool, str, int, finite float other than -0.0, list, and dict with str keys.
+Rejected: NaN, infinities, -0.0, non-str keys, tuples, sets, bytes, other objects and cycles.
+
+The check is done by the C JSON codec rather than a Python walk: serialise with
+`allow_nan=False`, parse the text back, and require the copy to equal the input. Equality
+catches tuples (a tuple never equals a list), non-str keys (coerced to strings by the
+encoder) and other objects; the encoder itself rejects NaN, infinities and cycles. Only -0.0
+compares equal to 0.0, so it is searched for explicitly when the text could contain it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from dsh_host.session.frozen import frozen_loads
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+class NotLosslessJson(TypeError):
+    """The value is not losslessly JSON-serialisable."""
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of an already-validated value (UTF-8 friendly, no ASCII escaping)."""
+    return _dumps(value)
+
+
+def snapshot(value: Any) -> tuple[str, Any]:
+    """Validate `value` and return `(json_text, frozen_copy)`; raise NotLosslessJson otherwise."""
+    text = canonical_text(value)
+    return text, frozen_loads(text)
+
+
+def canonical_text(value: Any) -> str:
+    """Validate `value` and return its compact JSON text."""
+    try:
+        text = _dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotLosslessJson(str(exc)) from None
+    try:
+        copy = json.loads(text)
+    except RecursionError as exc:
+        raise NotLosslessJson("value is nested too deeply") from exc
+    if copy != value:
+        raise NotLosslessJson(_first_difference(value))
+    if "-0" in text and _has_negative_zero(copy):
+        raise NotLosslessJson("-0.0 is not lossless JSON")
+    return text
+
+
+def _has_negative_zero(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item == 0.0 and math.copysign(1.0, item) < 0:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _first_difference(value: Any) -> str:
+    """Describe where `value` stops being JSON, as `path: reason`."""
+    stack: list[tuple[str, Any]] = [("$", value)]
+    active: set[int] = set()
+    while stack:
+        path, item = stack.pop()
+        if item is None or isinstance(item, (bool, str, int)):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{path}: {item!r} is not finite"
+            continue
+        if isinstance(item, dict):
+            if id(item) in active:
+                return f"{path}: cycle"
+            active.add(id(item))
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return f"{path}: key {key!r} is not a string"
+                stack.append((f"{path}.{key}", child))
+            continue
+        if isinstance(item, list):
+            if id(item) in active:
+                return f"{path}: cycle"
+            active.add(id(item))
+            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+            continue
+        return f"{path}: {type(item).__name__} is not a JSON value"
+    return "$: value does not survive a JSON round trip"

@@ -1,0 +1,80 @@
+"""Live sessions of this process and their write-behind persistence.
+
+Appends are synchronous and do no I/O; events wait in `Session.pending` until `flush`, which
+writes them to the store in one transaction. The agent flushes at its checkpoints (before a
+model request, before a tool body, after a step, at turn end).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+from dsh_host.session.events import SessionHeader
+from dsh_host.session.repair import interrupted_turn_closers
+from dsh_host.session.session import Session, now_ms
+from dsh_host.store.sqlite import StoreError
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+
+
+def new_session_id() -> str:
+    """A short random id; ids are otherwise arbitrary strings."""
+    return secrets.token_hex(6)
+
+
+class SessionRegistry:
+    """The live sessions of a host, persisted through `host.store`."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+        self._live: dict[str, Session] = {}
+
+    def create(self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None) -> Session:
+        """A new live session (persisted from its first flush on)."""
+        sid = session_id if session_id is not None else new_session_id()
+        if sid in self._live:
+            raise StoreError(f"session {sid!r} already exists")
+        if self._host.store.has(sid):
+            raise StoreError(f"session {sid!r} already has a persisted log")
+        header = SessionHeader(id=sid, created_at=created_at if created_at is not None else now_ms(), cwd=cwd)
+        session = Session(header)
+        self._live[sid] = session
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        return self._live.get(session_id)
+
+    def live(self) -> list[Session]:
+        return list(self._live.values())
+
+    async def resume(self, session_id: str) -> Session:
+        """Load a persisted session and make it live, closing a turn a crash left open."""
+        if session_id in self._live:
+            return self._live[session_id]
+        header, events = self._host.store.read_events(session_id)
+        session = Session(header, events)
+        for closer in interrupted_turn_closers(events):
+            session.append_raw(closer)
+        self._live[session_id] = session
+        await self.flush(session)
+        return session
+
+    async def flush(self, session: Session) -> None:
+        """Make every pending event of `session` durable, in one transaction."""
+        batch = session.take_pending()
+        if not batch:
+            return
+        self._host.store.append(session.header, batch)
+        session.mark_flushed(len(batch))
+
+    async def close(self) -> None:
+        """Flush every live session and forget them."""
+        for session in list(self._live.values()):
+            await self.flush(session)
+        self._live.clear()
+
+    def forget(self, session_id: str) -> None:
+        self._live.pop(session_id, None)
+

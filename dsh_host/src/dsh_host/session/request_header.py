@@ -1,0 +1,55 @@
+"""Request-envelope snapshots (`request/header`): canonical form, equality, fold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dsh_host.session.events import Event
+
+_CONFIG_KEYS = ("provider", "model", "temperature", "maxTokens", "stop")
+
+
+def canonical_header(header: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop empty optional parts: an empty system prompt, tool list or message prefix is absent."""
+    out: dict[str, Any] = {"config": {k: header["config"][k] for k in _CONFIG_KEYS if k in header["config"]}}
+    if header.get("system"):
+        out["system"] = header["system"]
+    if header.get("tools"):
+        out["tools"] = header["tools"]
+    if header.get("messagePrefix"):
+        out["messagePrefix"] = header["messagePrefix"]
+    return out
+
+
+def _compact(value: Any) -> str:
+    # Insertion order, not sorted: a schema whose keys moved counts as a change.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def header_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """Equality of two canonical headers as the loop decides whether to log a `change`."""
+    if a is None or b is None:
+        return a is b
+    ca, cb = a["config"], b["config"]
+    for key in ("provider", "model", "temperature", "maxTokens"):
+        if ca.get(key) != cb.get(key) or (key in ca) != (key in cb):
+            return False
+    if ("stop" in ca) != ("stop" in cb) or list(ca.get("stop", [])) != list(cb.get("stop", [])):
+        return False
+    if a.get("system") != b.get("system"):
+        return False
+    if _compact(a.get("messagePrefix", [])) != _compact(b.get("messagePrefix", [])):
+        return False
+    tools_a, tools_b = a.get("tools", []), b.get("tools", [])
+    return len(tools_a) == len(tools_b) and all(_compact(x) == _compact(y) for x, y in zip(tools_a, tools_b))
+
+
+def fold_request_header(events: Iterable[Event]) -> Mapping[str, Any] | None:
+    """The latest `request/header` snapshot of a log, or None."""
+    latest = None
+    for event in events:
+        if event.type == "request/header":
+            latest = event.data["header"]
+    return latest

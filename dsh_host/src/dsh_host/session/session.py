@@ -1,0 +1,198 @@
+"""A live session: an append-only event log with its surface folded incrementally."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from dsh_host.session.events import Event, SessionHeader, event_from_json
+from dsh_host.session.frozen import FrozenList, frozen_loads
+from dsh_host.session.lossless import NotLosslessJson, canonical_text
+from dsh_host.session.messages import derive_event_message
+from dsh_host.session.request_header import canonical_header
+from dsh_host.session.surface import Surface, SurfaceError, plan
+
+log = logging.getLogger("dsh")
+
+Listener = Callable[["Session", Event], None]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Session:
+    """An append-only, contiguous, lossless-JSON event log.
+
+    `append` validates the event (lossless data, envelope rules, surface transition) before
+    anything changes, so a rejected append leaves the log and the surface as they were.
+    Listeners run synchronously after each append; their failures are logged and contained.
+    Events not yet handed to persistence wait in `pending` until the registry flushes them.
+    """
+
+    def __init__(
+        self,
+        header: SessionHeader,
+        seed: Iterable[Event] = (),
+        *,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.header = header
+        self._clock = clock
+        self._log: list[Event] = []
+        self._events_cache: tuple[Event, ...] | None = ()
+        self.surface = Surface()
+        self._listeners: list[Listener] = []
+        self._publishing = False
+        self._messages: list[dict[str, Any]] = []
+        self._messages_upto = 0
+        self._messages_generation = 0
+        self._header_snapshot: Mapping[str, Any] | None = None
+        self._header_upto = 0
+        self.pending: list[Event] = []
+        for index, event in enumerate(seed):
+            try:
+                self._commit(event, index)
+            except SurfaceError as exc:
+                raise SurfaceError(f"invalid seed event at index {index}: {exc}") from None
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def cwd(self) -> str | None:
+        return self.header.cwd
+
+    @property
+    def seq(self) -> int:
+        """The seq the next event will get (the log's length)."""
+        return len(self._log)
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """A snapshot of the log; a tuple returned earlier never grows."""
+        if self._events_cache is None:
+            self._events_cache = tuple(self._log)
+        return self._events_cache
+
+    def event(self, seq: int) -> Event:
+        return self._log[seq]
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(session, event)` after every append; returns an unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface_op: str | Mapping[str, Any] | None = None,
+        sources: Sequence[int] | None = None,
+    ) -> Event:
+        """Append one event and return it, frozen. Raises and changes nothing when invalid."""
+        if self._publishing:
+            raise RuntimeError("session append cannot reenter while another append is being published")
+        try:
+            data_text = canonical_text(data)
+        except NotLosslessJson as exc:
+            raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
+        op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
+        event = Event(
+            type=type,
+            seq=len(self._log),
+            time=self._clock(),
+            data=frozen_loads(data_text),
+            surface_op=op,
+            source_event_seqs=None if sources is None else FrozenList(sources),
+            data_json=data_text,
+        )
+        if type in ("request/header-delta", "mode/set"):
+            raise ValueError(f"legacy event type {type!r} is not supported")
+        self._commit(event, event.seq)
+        self.pending.append(event)
+        self._publish(event)
+        return event
+
+    def append_raw(self, raw: Mapping[str, Any]) -> Event:
+        """Append an event given in log form (used by crash repair and import)."""
+        event = event_from_json(raw, expected_seq=len(self._log))
+        self._commit(event, event.seq)
+        self.pending.append(event)
+        self._publish(event)
+        return event
+
+    def _commit(self, event: Event, index: int) -> None:
+        if event.seq != index:
+            raise SurfaceError(f"session event seq {event.seq} is not contiguous; expected {index}")
+        transition = plan(event, self.surface.nodes, self._log.__getitem__)
+        self._log.append(event)
+        self._events_cache = None
+        self.surface.apply(transition)
+
+    def _publish(self, event: Event) -> None:
+        self._publishing = True
+        try:
+            for listener in list(self._listeners):
+                try:
+                    listener(self, event)
+                except Exception:  # noqa: BLE001 - an observer cannot undo a committed append
+                    log.warning("session/event listener failed on %s #%d", event.type, event.seq, exc_info=True)
+        finally:
+            self._publishing = False
+
+    def derive_messages(self) -> list[dict[str, Any]]:
+        """Model messages of the current surface, projected once per node and cached.
+
+        A replace (a new `replace_generation`) rebuilds from the head; appends project only the
+        new nodes. Each call returns a new list over shared message dicts.
+        """
+        nodes = self.surface.nodes
+        if self._messages_generation != self.surface.replace_generation:
+            self._messages, self._messages_upto = [], 0
+            self._messages_generation = self.surface.replace_generation
+        for seq in nodes[self._messages_upto :]:
+            message = derive_event_message(self._log[seq])
+            if message is not None:
+                self._messages.append(message)
+        self._messages_upto = len(nodes)
+        return list(self._messages)
+
+    def request_header(self) -> Mapping[str, Any] | None:
+        """The canonical latest `request/header` snapshot, folded incrementally."""
+        for event in self._log[self._header_upto :]:
+            if event.type == "request/header":
+                self._header_snapshot = canonical_header(event.data["header"])
+        self._header_upto = len(self._log)
+        return self._header_snapshot
+
+    def open_turn(self) -> int | None:
+        """The number of the turn left open at the end of the log, if any."""
+        for event in reversed(self._log):
+            if event.type == "turn/start":
+                return event.data["turn"]
+            if event.type == "turn/end":
+                return None
+        return None
+
+    def last_turn_number(self) -> int:
+        for event in reversed(self._log):
+            if event.type in ("turn/start", "turn/end"):
+                return event.data["turn"]
+        return 0
+
+    def take_pending(self) -> list[Event]:
+        """The events appended since the last successful flush (the caller clears them)."""
+        return list(self.pending)
+
+    def mark_flushed(self, count: int) -> None:
+        del self.pending[:count]

@@ -1,0 +1,90 @@
+"""Validators for plugin configuration tables.
+
+Each reader takes the table's name (for example `plugins.compact`), the table itself and a key,
+and raises `ConfigError` naming the table, the key and the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dsh_host.errors import ConfigError
+
+
+def reject_unknown(table: str, config: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Fail on the first key of `config` that is not in `known`."""
+    allowed = set(known)
+    for key in config:
+        if key not in allowed:
+            raise ConfigError(f"[{table}] unknown key {key!r} (known: {', '.join(sorted(allowed))})")
+
+
+def read_int(
+    table: str,
+    config: Mapping[str, Any],
+    key: str,
+    default: int | None,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int | None:
+    """An integer (booleans and floats rejected) within `minimum..maximum`, or the default."""
+    if key not in config:
+        return default
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {value!r}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {value!r}")
+    return value
+
+
+def read_float(
+    table: str,
+    config: Mapping[str, Any],
+    key: str,
+    default: float | None,
+    *,
+    above: float | None = None,
+    at_most: float | None = None,
+) -> float | None:
+    """A finite number in `(above, at_most]`, or the default."""
+    if key not in config:
+        return default
+    value = config[key]
+    bounds = f" in ({above}, {at_most}]" if above is not None and at_most is not None else ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {value!r}")
+    if (above is not None and value <= above) or (at_most is not None and value > at_most):
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {value!r}")
+    return float(value)
+
+
+def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) -> bool:
+    if key not in config:
+        return default
+    value = config[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"[{table}] {key} must be true or false, got {value!r}")
+    return value
+
+
+def read_str(table: str, config: Mapping[str, Any], key: str, default: str | None) -> str | None:
+    if key not in config:
+        return default
+    value = config[key]
+    if not isinstance(value, str):
+        raise ConfigError(f"[{table}] {key} must be a string, got {value!r}")
+    return value
+
+
+def _range(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {minimum}..{maximum}"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""

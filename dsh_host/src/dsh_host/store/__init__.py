@@ -1,0 +1,1 @@
+"""Session persistence: the embedded SQLite store."""

@@ -1,0 +1,408 @@
+"""The embedded default store: one SQLite file (WAL) holding every session's log.
+
+Schema choices, each for a figure the store must meet:
+
+- `events` keeps each event's full log line as JSON text under an integer key
+  `(session_pk << 32) | seq`, so one B-tree holds a session's log in order and a point lookup
+  is a rowid lookup.
+- `surface` materialises every session's current surface (`ord` is the position key): an
+  append adds a row, a replace deletes the shadowed run and takes the position of its first
+  node. Reading a surface joins these rows to their events and never touches chunks or
+  shadowed events, so it costs time in proportion to the surface, not the log.
+- `sessions` keeps the header, the next seq, and the latest title, so listing sessions with
+  titles reads no log.
+
+Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
+write different sessions at once. Reads run on per-thread connections, so async callers can
+run them in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh_host.errors import DshError
+from dsh_host.session.events import Event, SessionHeader, event_from_json
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 10_000
+_SEQ_BITS = 32
+
+_SCHEMA = """
+CREATE TABLE sessions (
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    created_at NUMERIC NOT NULL,
+    cwd TEXT,
+    header TEXT NOT NULL,
+    next_seq INTEGER NOT NULL,
+    next_ord INTEGER NOT NULL,
+    title TEXT,
+    title_seq INTEGER,
+    title_time INTEGER
+);
+CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
+CREATE TABLE events (
+    key INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE TABLE surface (
+    session_pk INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (session_pk, ord)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
+"""
+
+
+class StoreError(DshError):
+    """The database cannot be used (not ours, from the future, corrupt, or a conflict)."""
+
+
+class SessionNotFound(DshError):
+    """No session with that id (the message is the query contract: `session "<id>" not found`)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {json.dumps(session_id, ensure_ascii=False)} not found")
+        self.session_id = session_id
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """A session as listed: header fields and the latest title, read without the log."""
+
+    id: str
+    created_at: int | float
+    cwd: str | None
+    title: str | None
+
+
+@dataclass(frozen=True)
+class StoredTitle:
+    """The latest `session/title` as kept in the sessions table."""
+
+    title: str
+    event_seq: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class StoredSurface:
+    """One consistent observation of a persisted session's surface."""
+
+    header: SessionHeader
+    captured_through_seq: int | None
+    events: list[dict[str, Any]]
+
+
+def _key(pk: int, seq: int) -> int:
+    return (pk << _SEQ_BITS) | seq
+
+
+def header_from_row(text: str) -> SessionHeader:
+    raw = json.loads(text)
+    return SessionHeader(
+        id=raw["id"],
+        created_at=raw["createdAt"],
+        cwd=raw.get("cwd"),
+        version=raw.get("version", 0),
+        parent_session=raw.get("parentSession"),
+        seed_length=raw.get("seedLength"),
+        delegation_depth=raw.get("delegationDepth"),
+    )
+
+
+class SqliteSessionStore:
+    """Sessions persisted in one SQLite file. Open with `SqliteSessionStore.open(path)`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: Path | str) -> SqliteSessionStore:
+        """Open (creating it, mode 0600 in a 0700 directory) and check the database file."""
+        path = Path(path)
+        created = _create_file(path)
+        if not created:
+            _check_magic(path)
+        store = cls(path)
+        store._prepare_schema()
+        return store
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"session store {self.path} is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def _prepare_schema(self) -> None:
+        conn = self._connection()
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError(f"{self.path} is not a dsh session store: {exc}") from None
+        if version == 0 and app_id == 0 and tables == 0:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return
+        if app_id != APPLICATION_ID:
+            self.close()
+            raise StoreError(f"{self.path} is an SQLite database but not a dsh session store")
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
+                "upgrade dsh to open it"
+            )
+        if version != SCHEMA_VERSION:
+            self.close()
+            raise StoreError(f"{self.path} has unknown schema version {version}")
+        conn.execute("PRAGMA journal_mode = WAL")
+
+    def close(self) -> None:
+        self._closed = True
+        with self._connections_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        """Persist a contiguous batch in one transaction; the first batch creates the session."""
+        if not events:
+            return
+        conn = self._connection()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(
+                    "SELECT pk, next_seq, next_ord FROM sessions WHERE id = ?", (header.id,)
+                ).fetchone()
+                if row is None:
+                    if events[0].seq != 0:
+                        raise StoreError(f"session {header.id!r} is not stored; its first batch must start at seq 0")
+                    pk = self._insert_session(conn, header)
+                    next_seq, next_ord = 0, 0
+                else:
+                    pk, next_seq, next_ord = row
+                if events[0].seq != next_seq:
+                    raise StoreError(
+                        f"session {header.id!r}: batch starts at seq {events[0].seq}, store expects {next_seq} "
+                        "(another process wrote this session?)"
+                    )
+                next_ord = self._write_events(conn, pk, events, next_ord)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _insert_session(self, conn: sqlite3.Connection, header: SessionHeader) -> int:
+        cursor = conn.execute(
+            "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord) VALUES (?, ?, ?, ?, 0, 0)",
+            (header.id, header.created_at, header.cwd, json.dumps(header.to_json(), ensure_ascii=False)),
+        )
+        return cursor.lastrowid
+
+    def _write_events(self, conn: sqlite3.Connection, pk: int, events: Sequence[Event], next_ord: int) -> int:
+        rows = []
+        title: tuple[str, int, int] | None = None
+        for event in events:
+            rows.append((_key(pk, event.seq), event.type, event.to_line()))
+            if event.type == "session/title" and isinstance(event.data.get("title"), str):
+                title = (event.data["title"], event.seq, event.time)
+        conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
+        for event in events:
+            op = event.surface_op
+            if op is None:
+                continue
+            if op == "append":
+                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq))
+                next_ord += 1
+            else:
+                lo = conn.execute("SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["start"])).fetchone()
+                hi = conn.execute("SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["end"])).fetchone()
+                if lo is None or hi is None or lo[0] > hi[0]:
+                    raise StoreError(f"stored surface disagrees with replace at seq {event.seq}")
+                conn.execute("DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0]))
+                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq))
+        last = events[-1].seq
+        if title is None:
+            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
+        else:
+            conn.execute(
+                "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
+                (last + 1, next_ord, *title, pk),
+            )
+        return next_ord
+
+    def import_log(self, header: SessionHeader, events: Sequence[Event], *, replace: bool = False) -> None:
+        """Store a whole, already validated log in one transaction (`replace` drops an existing one)."""
+        conn = self._connection()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (header.id,)).fetchone()
+                if row is not None:
+                    if not replace:
+                        raise StoreError(f"session {header.id!r} already exists (use --replace to overwrite it)")
+                    self._delete(conn, row[0])
+                pk = self._insert_session(conn, header)
+                if events:
+                    self._write_events(conn, pk, events, 0)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def delete(self, session_id: str) -> bool:
+        conn = self._connection()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                if row is not None:
+                    self._delete(conn, row[0])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return row is not None
+
+    def _delete(self, conn: sqlite3.Connection, pk: int) -> None:
+        conn.execute("DELETE FROM events WHERE key BETWEEN ? AND ?", (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1)))
+        conn.execute("DELETE FROM surface WHERE session_pk = ?", (pk,))
+        conn.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Every stored session, newest first (ties by id), with its latest title."""
+        rows = self._connection().execute(
+            "SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id"
+        ).fetchall()
+        return [SessionRow(*row) for row in rows]
+
+    def has(self, session_id: str) -> bool:
+        return self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+    def read_header(self, session_id: str) -> SessionHeader:
+        row = self._connection().execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return header_from_row(row[0])
+
+    def read_title(self, session_id: str) -> StoredTitle | None:
+        row = self._connection().execute(
+            "SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return None if row[0] is None else StoredTitle(row[0], row[1], row[2])
+
+    def read_surface(self, session_id: str) -> StoredSurface:
+        """Header, last seq and the current surface events (log form), in one read transaction."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            pk, header_text, next_seq = row
+            lines = conn.execute(
+                "SELECT e.line FROM surface AS s JOIN events AS e ON e.key = (s.session_pk << 32) | s.seq "
+                "WHERE s.session_pk = ? ORDER BY s.ord",
+                (pk,),
+            ).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        loads = json.loads
+        return StoredSurface(
+            header=header_from_row(header_text),
+            captured_through_seq=next_seq - 1 if next_seq else None,
+            events=[loads(line) for (line,) in lines],
+        )
+
+    def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
+        """The header and every event line of a session, in seq order, in one read transaction."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute("SELECT pk, header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            pk, header_text = row
+            lines = conn.execute(
+                "SELECT line FROM events WHERE key BETWEEN ? AND ? ORDER BY key",
+                (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1)),
+            ).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        return header_from_row(header_text), [line for (line,) in lines]
+
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
+        header, lines = self.read_lines(session_id)
+        return header, [event_from_json(json.loads(line), expected_seq=i) for i, line in enumerate(lines)]
+
+
+def _create_file(path: Path) -> bool:
+    """Create the database file exclusively with mode 0600 (directory 0700); False if it exists."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _check_magic(path: Path) -> None:
+    """Refuse a file that is not SQLite before SQLite touches it (an empty file is new)."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not a dsh session store (not an SQLite database); it was left untouched")
+
