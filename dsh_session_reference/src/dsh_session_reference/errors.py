@@ -1,0 +1,71 @@
+"""The one exception type of session references, its stable codes, and error-chain rendering."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class ErrorCode:
+    """The stable, exhaustive set of error codes (plain ``str`` values, usable as JSON)."""
+
+    INVALID_CONFIG: Final = "SESSION_REFERENCE_INVALID_CONFIG"
+    INVALID_REFERENCE: Final = "SESSION_REFERENCE_INVALID_REFERENCE"
+    SELF_REFERENCE: Final = "SESSION_REFERENCE_SELF_REFERENCE"
+    TOO_MANY: Final = "SESSION_REFERENCE_TOO_MANY"
+    READ_FAILED: Final = "SESSION_REFERENCE_READ_FAILED"
+    BUDGET_EXCEEDED: Final = "SESSION_REFERENCE_BUDGET_EXCEEDED"
+    CANCELLED: Final = "SESSION_REFERENCE_CANCELLED"
+
+
+ERROR_CODES: Final = frozenset(value for name, value in vars(ErrorCode).items() if not name.startswith("_"))
+
+
+class SessionReferenceError(Exception):
+    """A session-reference failure with a stable ``code``.
+
+    ``cause`` is kept as given (the reference allows a non-exception value there, such as a
+    plain rejection reason); when it is an exception it is also chained as ``__cause__`` so
+    tracebacks show it.
+    """
+
+    def __init__(self, code: str, message: str, cause: object = None) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown session-reference error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.cause = cause
+        if isinstance(cause, BaseException):
+            self.__cause__ = cause
+
+    def __repr__(self) -> str:
+        return f"SessionReferenceError({self.code!r}, {self.message!r})"
+
+
+def render_error_chain(error: object) -> str:
+    """Render ``error`` and its causes as one line: ``message: cause: cause-of-cause``.
+
+    An exception renders as its message (its type name when the message is empty); any other
+    value as ``str(value)``. A cause whose rendering equals the enclosing message is left out,
+    so a wrapper that repeats its cause's text does not print it twice. The chain stops before
+    an exception it has already rendered, so a cyclic chain terminates.
+    """
+    return _render(error, set())
+
+
+def _render(error: object, seen: set[int]) -> str:
+    if not isinstance(error, BaseException):
+        return str(error)
+    seen.add(id(error))
+    message = str(error) or type(error).__name__
+    cause = _cause_of(error)
+    if cause is None or id(cause) in seen:
+        return message
+    rendered_cause = _render(cause, seen)
+    return message if rendered_cause == message else f"{message}: {rendered_cause}"
+
+
+def _cause_of(error: BaseException) -> object:
+    if isinstance(error, SessionReferenceError):
+        return error.cause
+    return error.__cause__

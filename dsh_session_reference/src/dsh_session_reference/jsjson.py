@@ -1,0 +1,158 @@
+"""JSON text byte-identical to JavaScript's ``JSON.stringify`` (no whitespace).
+
+URIs and prompts are compared byte for byte with the TypeScript reference, so Python's
+``json.dumps`` is not enough on its own: it prints floats differently (``1.0``, ``1e-07``),
+keeps dict keys in insertion order where a JS object lists integer-like keys first, and emits
+lone surrogates raw where JS escapes them. ``json.dumps`` is still used whenever its output is
+already identical, which is the common case (strings, ints, lists and dicts of those).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
+
+# JSON.stringify works on UTF-16 code units: a high surrogate followed by a low one is a valid
+# pair (printed as the character it encodes), any other surrogate is escaped.
+_SURROGATE_OR_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+# Array-index keys (canonical decimal integers up to 2**32 - 2) come first in a JS object's
+# own-key order, ascending, before all other keys in insertion order.
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def js_stringify(value: Any) -> str:
+    """Serialize ``value`` exactly as ``JSON.stringify(value)`` would in JavaScript.
+
+    Accepts ``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``tuple`` and ``dict``
+    with ``str`` keys. Non-finite floats become ``null`` as in JS. Anything else, and cyclic
+    containers, raise ``TypeError("session-reference data is not JSON-serializable")``.
+    """
+    if _needs_js_path(value, set()):
+        text = _encode(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE_OR_PAIR.sub(_render_surrogates, text)
+    return text
+
+
+def tag_safe_json(value: Any) -> str:
+    """``js_stringify(value)`` with every ``<`` written as ``\\u003c``.
+
+    The result parses back to the same value, yet no string inside it can spell a markup tag
+    such as ``</referenced-sessions>``.
+    """
+    return js_stringify(value).replace("<", "\\u003c")
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """Write each high + low surrogate pair of ``text`` as the one character it encodes.
+
+    Both spellings are the same JavaScript string; normalizing makes UTF-8 lengths and
+    truncation treat the pair as one four-byte character, as JS does.
+    """
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE_PAIR.sub(_join_pair, text)
+
+
+def js_number(number: float) -> str:
+    """Format a float as JavaScript's ``Number.prototype.toString()`` does (NaN/inf: ``null``)."""
+    if not math.isfinite(number):
+        return "null"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    # repr() yields the shortest round-tripping digits, the same digits JS picks; only the
+    # placement of the decimal point and the exponent style differ.
+    mantissa, _, exponent = repr(abs(number)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = len(whole) + int(exponent or 0)
+    significant = digits.lstrip("0")
+    point -= len(digits) - len(significant)
+    digits = significant.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    power = point - 1
+    power_text = f"e+{power}" if power >= 0 else f"e-{-power}"
+    if count == 1:
+        return sign + digits + power_text
+    return sign + digits[0] + "." + digits[1:] + power_text
+
+
+def _needs_js_path(value: Any, ancestors: set[int]) -> bool:
+    """Validate ``value`` and tell whether ``json.dumps`` would print it differently from JS."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return False
+    if isinstance(value, float):
+        return True
+    if not isinstance(value, (list, tuple, dict)) or id(value) in ancestors:
+        raise TypeError(NOT_SERIALIZABLE_MESSAGE)
+    ancestors.add(id(value))
+    needs = False
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(NOT_SERIALIZABLE_MESSAGE)
+            # Evaluate the child first so every nested value is validated.
+            needs = _needs_js_path(item, ancestors) or needs or _is_array_index(key)
+    else:
+        for item in value:
+            needs = _needs_js_path(item, ancestors) or needs
+    ancestors.discard(id(value))
+    return needs
+
+
+def _encode(value: Any) -> str:
+    """The JS-exact encoder for values already validated by ``_needs_js_path``."""
+    if isinstance(value, float):
+        return js_number(value)
+    if isinstance(value, dict):
+        members = (
+            json.dumps(key, ensure_ascii=False) + ":" + _encode(value[key]) for key in _js_key_order(value)
+        )
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_encode(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _js_key_order(mapping: dict[str, Any]) -> list[str]:
+    indices = sorted((key for key in mapping if _is_array_index(key)), key=int)
+    if not indices:
+        return list(mapping)
+    return indices + [key for key in mapping if not _is_array_index(key)]
+
+
+def _is_array_index(key: str) -> bool:
+    return (
+        0 < len(key) <= 10
+        and key.isascii()
+        and key.isdigit()
+        and (key == "0" or key[0] != "0")
+        and int(key) <= _MAX_ARRAY_INDEX
+    )
+
+
+def _render_surrogates(match: re.Match[str]) -> str:
+    if len(match.group()) == 2:
+        return _join_pair(match)
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _join_pair(match: re.Match[str]) -> str:
+    high, low = match.group()
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
