@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_host.session.frozen import frozen_loads
+from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
 SURFACE_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
@@ -84,7 +85,10 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
         raise InvalidEvent("invalid event envelope: data is missing")
     if kind in ("request/header-delta", "mode/set"):
         raise InvalidEvent(f"legacy event type {kind!r} is not supported")
-    data_text = json.dumps(raw["data"], ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        data_text = canonical_text(raw["data"])
+    except NotLosslessJson as exc:
+        raise InvalidEvent(f'session event "{kind}" carries non-JSON-serializable data ({exc})') from None
     if kind == "request/header" and isinstance(raw["data"], Mapping) and raw["data"].get("reason") == "fallback":
         raise InvalidEvent("legacy request/header reason 'fallback' is not supported")
     return Event(
@@ -92,17 +96,22 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
         seq=seq,
         time=time,
         data=frozen_loads(data_text),
-        surface_op=_freeze(raw["surfaceOp"]) if "surfaceOp" in raw else None,
-        source_event_seqs=_freeze(raw["sourceEventSeqs"]) if "sourceEventSeqs" in raw else None,
+        surface_op=_freeze(kind, "surfaceOp", raw["surfaceOp"]) if "surfaceOp" in raw else None,
+        source_event_seqs=(
+            _freeze(kind, "sourceEventSeqs", raw["sourceEventSeqs"]) if "sourceEventSeqs" in raw else None
+        ),
         data_json=data_text,
     )
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(kind: str, key: str, value: Any) -> Any:
     # JSON null is "carried" (and then invalid), so keep a marker distinct from absence.
     if value is None:
         return NULL_MARKER
-    return frozen_loads(json.dumps(value, separators=(",", ":"), allow_nan=False))
+    try:
+        return frozen_loads(canonical_text(value))
+    except NotLosslessJson as exc:
+        raise InvalidEvent(f'session event "{kind}" carries a non-JSON-serializable {key} ({exc})') from None
 
 
 class _NullMarker:

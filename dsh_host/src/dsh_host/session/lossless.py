@@ -41,7 +41,7 @@ def canonical_text(value: Any) -> str:
     try:
         text = _dumps(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise NotLosslessJson(str(exc)) from None
+        raise NotLosslessJson(_first_difference(value, str(exc))) from None
     try:
         copy = json.loads(text)
     except RecursionError as exc:
@@ -49,7 +49,7 @@ def canonical_text(value: Any) -> str:
     if copy != value:
         raise NotLosslessJson(_first_difference(value))
     if "-0" in text and _has_negative_zero(copy):
-        raise NotLosslessJson("-0.0 is not lossless JSON")
+        raise NotLosslessJson(_first_difference(value, "-0.0 is not lossless JSON"))
     return text
 
 
@@ -67,32 +67,37 @@ def _has_negative_zero(value: Any) -> bool:
     return False
 
 
-def _first_difference(value: Any) -> str:
-    """Describe where `value` stops being JSON, as `path: reason`."""
+_EXIT = object()
+
+
+def _first_difference(value: Any, fallback: str = "value does not survive a JSON round trip") -> str:
+    """Describe where `value` stops being JSON, as `path: reason` (depth first, in order)."""
     stack: list[tuple[str, Any]] = [("$", value)]
-    active: set[int] = set()
+    ancestors: set[int] = set()
     while stack:
         path, item = stack.pop()
+        if path is _EXIT:
+            ancestors.discard(item)
+            continue
         if item is None or isinstance(item, (bool, str, int)):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
                 return f"{path}: {item!r} is not finite"
+            if item == 0.0 and math.copysign(1.0, item) < 0:
+                return f"{path}: -0.0 is not lossless JSON"
             continue
+        if not isinstance(item, (dict, list)):
+            return f"{path}: {type(item).__name__} is not a JSON value"
+        if id(item) in ancestors:
+            return f"{path}: cycle (the value contains itself)"
+        ancestors.add(id(item))
+        stack.append((_EXIT, id(item)))  # type: ignore[arg-type]
         if isinstance(item, dict):
-            if id(item) in active:
-                return f"{path}: cycle"
-            active.add(id(item))
-            for key, child in item.items():
+            for key in item:
                 if not isinstance(key, str):
                     return f"{path}: key {key!r} is not a string"
-                stack.append((f"{path}.{key}", child))
-            continue
-        if isinstance(item, list):
-            if id(item) in active:
-                return f"{path}: cycle"
-            active.add(id(item))
-            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
-            continue
-        return f"{path}: {type(item).__name__} is not a JSON value"
-    return "$: value does not survive a JSON round trip"
+            stack.extend((f"{path}.{key}", child) for key, child in reversed(item.items()))
+        else:
+            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
+    return f"$: {fallback}"

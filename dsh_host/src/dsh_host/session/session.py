@@ -118,6 +118,8 @@ class Session:
         )
         if type in ("request/header-delta", "mode/set"):
             raise ValueError(f"legacy event type {type!r} is not supported")
+        if type == "request/header" and isinstance(event.data, Mapping) and event.data.get("reason") == "fallback":
+            raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
         self.pending.append(event)
         self._publish(event)

@@ -215,6 +215,13 @@ class SqliteSessionStore:
         """Persist a contiguous batch in one transaction; the first batch creates the session."""
         if not events:
             return
+        first = events[0].seq
+        for offset, event in enumerate(events):
+            if event.seq != first + offset:
+                raise StoreError(
+                    f"session {header.id!r}: batch is not contiguous (seq {event.seq} where {first + offset} "
+                    "was expected); nothing was written"
+                )
         conn = self._connection()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -252,7 +259,11 @@ class SqliteSessionStore:
         title: tuple[str, int, int] | None = None
         for event in events:
             rows.append((_key(pk, event.seq), event.type, event.to_line()))
-            if event.type == "session/title" and isinstance(event.data.get("title"), str):
+            if (
+                event.type == "session/title"
+                and isinstance(event.data, dict)
+                and isinstance(event.data.get("title"), str)
+            ):
                 title = (event.data["title"], event.seq, event.time)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
         for event in events:
