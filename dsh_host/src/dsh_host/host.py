@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_host import builtins, plugins
 from dsh_host.config import Config, default_data_dir, load_config
+from dsh_host.query import SessionQuery
 from dsh_host.services import Services
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class Host:
     def start(cls, config: Config | None = None) -> Host:
         """Mount the configured plugins; raises PluginError (nothing stays mounted) on failure."""
         host = cls(config if config is not None else load_config())
+        host.services.register("session_query", SessionQuery(host), owner="dsh-host")
         names = plugins.resolve_names(host.config.plugin_names, host.installed)
         modules = plugins.import_plugins(names, host.installed)
         host.mounted = plugins.mount_all(host, names, modules)

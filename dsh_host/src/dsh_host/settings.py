@@ -6,6 +6,7 @@ and raises `ConfigError` naming the table, the key and the offending value.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,9 +36,9 @@ def read_int(
         return default
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {show(value)}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {show(value)}")
     return value
 
 
@@ -56,9 +57,9 @@ def read_float(
     value = config[key]
     bounds = f" in ({above}, {at_most}]" if above is not None and at_most is not None else ""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {show(value)}")
     if (above is not None and value <= above) or (at_most is not None and value > at_most):
-        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {show(value)}")
     return float(value)
 
 
@@ -67,7 +68,7 @@ def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) ->
         return default
     value = config[key]
     if not isinstance(value, bool):
-        raise ConfigError(f"[{table}] {key} must be true or false, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be true or false, got {show(value)}")
     return value
 
 
@@ -76,8 +77,17 @@ def read_str(table: str, config: Mapping[str, Any], key: str, default: str | Non
         return default
     value = config[key]
     if not isinstance(value, str):
-        raise ConfigError(f"[{table}] {key} must be a string, got {value!r}")
+        raise ConfigError(f"[{table}] {key} must be a string, got {show(value)}")
     return value
+
+
+def show(value: Any) -> str:
+    """A configuration value as TOML would write it (`true`, `"text"`, `1.5`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)
 
 
 def _range(minimum: int | None, maximum: int | None) -> str:

@@ -2,12 +2,13 @@
 
 Mention another session as ``@[label](dsh-session:...)`` and the next message carries a bounded,
 frozen, prompt-injection-safe snapshot of it. This package root exposes the host-independent
-core: URIs, mention markup and parsing, tag-safe JSON, and the error type.
+core (URIs, mention markup and parsing, tag-safe JSON, the error type) and the service.
 """
 
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.jsjson import tag_safe_json
 from dsh_session_reference.mentions import ParsedText, SessionReferenceInput, format_mention, parse_text
+from dsh_session_reference.service import Prepared, SessionReferenceService
 from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 __all__ = [
@@ -16,11 +17,12 @@ __all__ = [
     "ParsedText",
     "SessionReferenceError",
     "SessionReferenceInput",
+    "SessionReferenceService",
+    "Prepared",
     "decode_uri",
     "encode_uri",
     "format_mention",
     "parse_text",
     "render_error_chain",
     "tag_safe_json",
-    # The service (SessionReferenceService) is exported here once service.py lands.
 ]

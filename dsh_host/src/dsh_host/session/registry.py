@@ -14,6 +14,7 @@ from dsh_host.session.events import SessionHeader
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.sqlite import StoreError
+from dsh_host.titles import title_listener
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -40,6 +41,7 @@ class SessionRegistry:
             raise StoreError(f"session {sid!r} already has a persisted log")
         header = SessionHeader(id=sid, created_at=created_at if created_at is not None else now_ms(), cwd=cwd)
         session = Session(header)
+        session.subscribe(title_listener)
         self._live[sid] = session
         return session
 
@@ -55,6 +57,7 @@ class SessionRegistry:
             return self._live[session_id]
         header, events = self._host.store.read_events(session_id)
         session = Session(header, events)
+        session.subscribe(title_listener)
         for closer in interrupted_turn_closers(events):
             session.append_raw(closer)
         self._live[session_id] = session

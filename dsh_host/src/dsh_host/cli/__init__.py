@@ -1,0 +1,1 @@
+"""The `dsh` command: one module per command group."""

@@ -1,0 +1,120 @@
+"""`dsh demo`: the keyless end-to-end scenario of a cross-session reference.
+
+A source session talks for a few turns on the scripted model and is compacted; a target
+session's prompt mentions it; one turn runs. The demo prints the source's log and current
+surface, the target's turn as the terminal UI renders it, and the exact model request the
+target sent: the snapshot, the delimiter and the prompt in one user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from dsh_host.cli.run import prepare_message, start_agent
+from dsh_host.cli.sessions import describe_event
+from dsh_host.config import load_config
+from dsh_host.errors import DshError
+from dsh_host.host import Host
+from dsh_host.tui.render import render_events
+
+REQUIRED = ("compact", "session-reference")
+
+SOURCE_TURNS = (
+    "We are choosing a storage engine for the session log. Requirements: append-only writes, crash safety, "
+    "reads of the current surface in time proportional to the surface, and listing sessions without reading logs.",
+    "Decision: use SQLite in WAL mode, one file under the data dir, one transaction per flushed batch, and a "
+    "materialised surface table so compacted history is never read back. Record that the schema version is 1.",
+    "Open question: should titles live in the sessions table? Yes: keep the latest title there so listing "
+    "10,000 sessions reads no log. Please remember these decisions for the next conversation.",
+)
+TARGET_PROMPT = "Using {mention}, what did we decide about storage, and why?"
+
+
+class DemoError(DshError):
+    """The demo cannot run here (a feature it shows is not installed)."""
+
+
+@click.command()
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the demo's sessions here (default: a new temporary directory).",
+)
+@click.pass_obj
+def demo(host: Host, data_dir: Path | None) -> None:
+    """Run the keyless cross-session reference scenario and print what happened."""
+    missing = [name for name in REQUIRED if name not in host.installed]
+    if missing:
+        raise DemoError(f"dsh demo needs the {', '.join(missing)} plugin(s): pip install them first")
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))
+    env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": "fs-read,compact,session-reference"}
+    demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
+    try:
+        asyncio.run(_scenario(demo_host, Console(highlight=False, soft_wrap=True)))
+    finally:
+        demo_host.close()
+    click.echo("")
+    click.echo(f"The demo's sessions are stored in {data_dir}. Open them with:")
+    click.echo(f"  DSH_HOME={data_dir} dsh sessions list")
+
+
+async def _scenario(host: Host, console: Console) -> None:
+    cwd = os.getcwd()
+    source = host.sessions.create(cwd)
+    agent = start_agent(host, source, model_spec="scripted", announce=False)
+    for text in SOURCE_TURNS:
+        agent.send([{"type": "text", "text": text}])
+        await agent.wait_idle()
+    await agent.dispose()
+    result = await host.services.compact.compact_session(source, host.models.resolve("scripted"))
+    await host.sessions.flush(source)
+    _section(console, f"Source session {source.id}: its log ({source.seq} events)")
+    for event in source.events:
+        console.print(describe_event(json.loads(event.to_line())), markup=False)
+    shadowed = len(result.shadowed_seqs) if result is not None else 0
+    _section(console, f"Source surface after compaction ({shadowed} messages folded into a checkpoint)")
+    snapshot = await host.services.session_query.read_surface(source.id)
+    for event in snapshot.events:
+        console.print(describe_event(event), markup=False)
+
+    target = host.sessions.create(cwd)
+    target_agent = start_agent(host, target, model_spec="scripted", announce=False)
+    references = host.services.session_references
+    prompt = TARGET_PROMPT.format(mention=references.format_mention(source.id, "storage decisions"))
+    _section(console, f"Target session {target.id}: the user types")
+    console.print(prompt, markup=False)
+    content, contexts = await prepare_message(host, target_agent, prompt)
+    target_agent.send(content, contexts=contexts)
+    await target_agent.wait_idle()
+    await target_agent.dispose()
+    await host.sessions.flush(target)
+
+    _section(console, "The target's turn, as the terminal UI renders it")
+    render_events(console, target.events)
+    _section(console, "The exact model request the target sent (last message)")
+    request = _last_request(target_agent)
+    last = request["messages"][-1]
+    for index, block in enumerate(last["content"]):
+        console.print(f"[bold]block {index}[/bold] ({block['type']}):")
+        console.print(block.get("text", ""), markup=False)
+
+
+def _last_request(agent: Any) -> dict[str, Any]:
+    from dsh_host.agent.reconstruct import rebuild_request
+
+    step_start = max(e.seq for e in agent.session.events if e.type == "step/start")
+    return rebuild_request(agent.session.events, step_start)
+
+
+def _section(console: Console, title: str) -> None:
+    console.print()
+    console.rule(f"[bold]{title}[/bold]", align="left")

@@ -1,0 +1,97 @@
+"""`dsh run PROMPT`: one headless turn, streamed to stdout, persisted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+import click
+
+from dsh_host.agent import Agent
+from dsh_host.errors import DshError
+from dsh_host.host import Host
+from dsh_host.session.events import Event
+from dsh_host.session.session import Session
+
+
+class PreparationFailed(DshError):
+    """A session reference in the prompt could not be prepared; nothing was sent."""
+
+
+def start_agent(host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True) -> Agent:
+    """An agent on `session` with the configured model; prints the keyless notice once."""
+    resolved = host.models.resolve(model_spec)
+    if resolved.notice and announce:
+        click.echo(f"dsh: {resolved.notice}", err=True)
+    return Agent.create(host, session, resolved)
+
+
+async def prepare_message(host: Host, agent: Agent, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Content and contexts for `text`: mentions are prepared only where session-reference is mounted."""
+    service = host.services.get("session_references")
+    if service is None:
+        return [{"type": "text", "text": text}], []
+    try:
+        parsed = service.parse_text(text)
+        if not parsed.references:
+            return [{"type": "text", "text": parsed.text}], []
+        prepared = await service.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+    except Exception as exc:  # noqa: BLE001 - any preparation failure aborts the send
+        code = getattr(exc, "code", None)
+        message = service.describe_error(exc)
+        raise PreparationFailed(f"{message} ({code})" if code else message) from None
+    return prepared.content, prepared.contexts
+
+
+async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Any) -> Session:
+    """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events."""
+    if session_id is None:
+        session = host.sessions.create(os.getcwd())
+    else:
+        session = await host.sessions.resume(session_id)
+    start = session.seq
+
+    def on_event(_: Session, event: Event) -> None:
+        if as_json:
+            echo(event.to_line() + "\n")
+        elif event.type == "assistant/chunk" and event.data["chunk"].get("type") == "text-delta":
+            echo(event.data["chunk"]["text"])
+
+    agent = start_agent(host, session)
+    unsubscribe = session.subscribe(on_event)
+    try:
+        content, contexts = await prepare_message(host, agent, text)
+        agent.send(content, contexts=contexts)
+        await agent.wait_idle()
+    finally:
+        unsubscribe()
+        await agent.dispose()
+        await host.sessions.flush(session)
+    end = next((e for e in reversed(session.events[start:]) if e.type == "turn/end"), None)
+    if not as_json:
+        echo("\n")
+        if end is not None and end.data["reason"]["kind"] == "error":
+            reason = end.data["reason"]
+            message = reason.get("failure", {}).get("message") or reason.get("message", "error")
+            raise DshError(f"turn failed: {message}")
+    return session
+
+
+@click.command()
+@click.argument("prompt")
+@click.option("--session", "session_id", default=None, help="Continue this session instead of starting one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the turn's events as JSON lines.")
+@click.pass_obj
+def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
+    """Run one headless turn of PROMPT and stream the reply."""
+
+    def echo(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
+    if not as_json:
+        click.echo(f"session: {session.id}", err=True)
+

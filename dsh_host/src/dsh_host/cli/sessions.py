@@ -1,0 +1,151 @@
+"""`dsh sessions list|show|export|import`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from dsh_host.errors import DshError
+from dsh_host.host import Host
+from dsh_host.query import record_json
+from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
+from dsh_host.session.surface import fold
+from dsh_host.store.sqlite import SessionNotFound, StoreError
+from dsh_host.tui.terminal_text import display_inline_text, display_text
+
+
+class ImportFailed(DshError):
+    """A log file that could not be imported (nothing of it was)."""
+
+
+def iso_time(ms: float) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds (`1970-01-01T00:00:00.001Z`)."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+
+
+@click.group()
+def sessions() -> None:
+    """List, inspect, export and import sessions."""
+
+
+@sessions.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.pass_obj
+def list_(host: Host, as_json: bool) -> None:
+    """List sessions, newest first."""
+    records = asyncio.run(host.services.session_query.list_sessions())
+    for record in records:
+        if as_json:
+            click.echo(json.dumps(record_json(record), ensure_ascii=False))
+        else:
+            title = display_inline_text(record.title) if record.title else "(untitled)"
+            cwd = display_inline_text(record.cwd) if record.cwd else "(no cwd)"
+            click.echo(f"{display_inline_text(record.id)}  {iso_time(record.created_at)}  {cwd}  {title}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--surface", is_flag=True, help="Show only the current surface (what the model sees).")
+@click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+@click.pass_obj
+def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
+    """Show a session's log (or its current surface)."""
+    query = host.services.session_query
+    try:
+        if surface:
+            snapshot = asyncio.run(query.read_surface(session_id))
+            header, events = snapshot.header, snapshot.events
+        else:
+            header = asyncio.run(query.read_header(session_id))
+            events = asyncio.run(query.read_events(session_id))
+    except SessionNotFound as exc:
+        raise DshError(str(exc)) from None
+    if as_json:
+        for event in events:
+            click.echo(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+        return
+    cwd = display_inline_text(header.cwd) if header.cwd else "(no cwd)"
+    click.echo(f"session {display_inline_text(header.id)}  created {iso_time(header.created_at)}  cwd {cwd}")
+    for event in events:
+        click.echo(describe_event(event))
+
+
+def describe_event(event: dict) -> str:
+    """One human line for an event in log form (untrusted text escaped)."""
+    data = event.get("data")
+    kind = event.get("type")
+    summary = ""
+    if isinstance(data, dict):
+        if "content" in data and isinstance(data["content"], list):
+            content = data["content"]
+            envelope = data.get("envelope")
+            if isinstance(envelope, dict) and isinstance(envelope.get("displayContent"), list):
+                content = envelope["displayContent"]
+            summary = " ".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
+            )
+        elif kind == "assistant/chunk":
+            chunk = data.get("chunk", {})
+            summary = chunk.get("text") or chunk.get("argumentsDelta") or chunk.get("type", "")
+        elif kind in ("turn/start", "turn/end", "step/start", "step/end"):
+            summary = json.dumps({k: v for k, v in data.items()}, ensure_ascii=False)
+        elif kind == "session/title":
+            summary = str(data.get("title", ""))
+        elif kind == "tool/call":
+            summary = f"{data.get('name')}({data.get('arguments')})"
+    if len(summary) > 160:
+        summary = summary[:157] + "..."
+    op = event.get("surfaceOp")
+    marker = "" if op is None else " +" if op == "append" else f" replace[{op.get('start')}..{op.get('end')}]"
+    return f"{event.get('seq'):>6} {kind}{marker}  {display_inline_text(summary)}"
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+@click.pass_obj
+def export(host: Host, session_id: str, output: Path | None) -> None:
+    """Write a session as JSONL (header line, then one event a line)."""
+    try:
+        header, lines = host.store.read_lines(session_id)
+    except SessionNotFound as exc:
+        live = host.sessions.get(session_id)
+        if live is None:
+            raise DshError(str(exc)) from None
+        header, lines = live.header, [e.to_line() for e in live.events]
+    chunks = export_lines(header, lines)
+    if output is None:
+        out = sys.stdout
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+    else:
+        with open(output, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(chunks)
+
+
+@sessions.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Overwrite a session whose id already exists.")
+@click.pass_obj
+def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
+    """Import JSONL logs, validating every line first (a bad file imports nothing)."""
+    failures = 0
+    for path in files:
+        try:
+            parsed = read_log_file(path)
+            fold(parsed.events)
+            host.store.import_log(parsed.header, parsed.events, replace=replace)
+        except (InvalidLog, StoreError) as exc:
+            failures += 1
+            click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
+            continue
+        click.echo(f"imported {display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
+    if failures:
+        raise ImportFailed(f"{failures} of {len(files)} file(s) not imported")

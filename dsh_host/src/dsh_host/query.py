@@ -1,0 +1,136 @@
+"""The session query service (`host.services.session_query`): the read side of the store.
+
+A session live in this process is answered from memory; others from the store, each read in
+one read transaction on a worker thread so concurrent reads overlap and a caller can stop
+waiting for one (a late result is simply dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dsh_host.session.events import SessionHeader
+from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.titles import latest_title
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.session import Session
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """A listed session: header fields, latest title, and where it lives."""
+
+    id: str
+    created_at: int | float
+    cwd: str | None
+    title: str | None
+    live: bool
+    persisted: bool
+
+
+@dataclass(frozen=True)
+class TitleSnapshot:
+    title: str
+    event_seq: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class SurfaceSnapshot:
+    """One consistent observation: header, seq of the last event of any type, surface events.
+
+    `events` are detached copies in log form (camelCase JSON dicts), in model-history order.
+    """
+
+    header: SessionHeader
+    captured_through_seq: int | None
+    events: list[dict[str, Any]]
+
+
+class SessionQuery:
+    """Read sessions, live or persisted. All methods are coroutines."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def _live(self, session_id: str) -> Session | None:
+        return self._host.sessions.get(session_id)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """Every session, newest first (ties by id, code-point order); reads no log."""
+        rows = await asyncio.to_thread(self._host.store.list_sessions)
+        records = {
+            r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows
+        }
+        for session in self._host.sessions.live():
+            title = latest_title(session.events)
+            stored = records.get(session.id)
+            records[session.id] = SessionRecord(
+                session.id,
+                session.header.created_at,
+                session.header.cwd,
+                title["title"] if title else None,
+                live=True,
+                persisted=stored is not None,
+            )
+        return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest title, or None; raises SessionNotFound for an unknown id."""
+        session = self._live(session_id)
+        if session is not None:
+            title = latest_title(session.events)
+            return None if title is None else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
+        stored = await asyncio.to_thread(self._host.store.read_title, session_id)
+        return None if stored is None else TitleSnapshot(stored.title, stored.event_seq, stored.updated_at)
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """Header, `captured_through_seq` and the current surface events of one observation."""
+        session = self._live(session_id)
+        if session is not None:
+            return live_surface(session)
+        stored = await asyncio.to_thread(self._host.store.read_surface, session_id)
+        live = self._live(session_id)  # it may have come alive while we read
+        if live is not None:
+            return live_surface(live)
+        return SurfaceSnapshot(stored.header, stored.captured_through_seq, stored.events)
+
+    async def read_events(self, session_id: str) -> list[dict[str, Any]]:
+        """Every event of the log, in log form, detached."""
+        session = self._live(session_id)
+        if session is not None:
+            return [json.loads(e.to_line()) for e in session.events]
+        _, lines = await asyncio.to_thread(self._host.store.read_lines, session_id)
+        return [json.loads(line) for line in lines]
+
+    async def read_header(self, session_id: str) -> SessionHeader:
+        session = self._live(session_id)
+        if session is not None:
+            return session.header
+        return await asyncio.to_thread(self._host.store.read_header, session_id)
+
+
+def live_surface(session: Session) -> SurfaceSnapshot:
+    """A detached snapshot of a live session, taken synchronously (never half a compaction)."""
+    events = [json.loads(session.event(seq).to_line()) for seq in session.surface.nodes]
+    last = session.seq - 1
+    return SurfaceSnapshot(session.header, last if last >= 0 else None, events)
+
+
+def record_json(record: SessionRecord) -> Mapping[str, Any]:
+    out: dict[str, Any] = {"id": record.id, "createdAt": record.created_at}
+    if record.cwd is not None:
+        out["cwd"] = record.cwd
+    out["title"] = record.title
+    out["live"] = record.live
+    out["persisted"] = record.persisted
+    return out
+
+
+__all__ = ["SessionNotFound", "SessionQuery", "SessionRecord", "SurfaceSnapshot", "TitleSnapshot"]

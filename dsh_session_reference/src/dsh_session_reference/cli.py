@@ -1,0 +1,131 @@
+"""`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import click
+from dsh_host.errors import DshError
+from dsh_host.store.sqlite import SessionNotFound
+
+from dsh_session_reference.errors import SessionReferenceError, render_error_chain
+from dsh_session_reference.mentions import format_mention, parse_text
+from dsh_session_reference.uri import encode_uri
+
+
+class ReferenceFailed(DshError):
+    """A reference operation failed; the message carries the error code."""
+
+
+def _fail(error: SessionReferenceError) -> ReferenceFailed:
+    return ReferenceFailed(f"{render_error_chain(error)} ({error.code})")
+
+
+def _service(host):
+    service = host.services.get("session_references")
+    if service is None:
+        raise DshError("the session-reference plugin is not mounted")
+    return service
+
+
+async def _target(host, target_id: str):
+    try:
+        return await host.services.session_query.read_header(target_id)
+    except SessionNotFound as exc:
+        raise DshError(f"target {exc}") from None
+
+
+@click.group()
+def ref() -> None:
+    """Session references: URIs, mentions, candidates, and previews of what gets injected."""
+
+
+@ref.command()
+@click.argument("session_id")
+def uri(session_id: str) -> None:
+    """Print the canonical `dsh-session:` URI of SESSION_ID."""
+    click.echo(encode_uri(session_id))
+
+
+@ref.command()
+@click.argument("session_id")
+@click.option("--label", default=None, help="Label to show instead of the id.")
+def mention(session_id: str, label: str | None) -> None:
+    """Print the `@[label](uri)` mention of SESSION_ID."""
+    click.echo(format_mention(session_id, label))
+
+
+@ref.command()
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def parse(text: str, as_json: bool) -> None:
+    """Parse mentions out of TEXT: the readable text and the references found."""
+    try:
+        parsed = parse_text(text)
+    except SessionReferenceError as exc:
+        raise _fail(exc) from None
+    refs = [{"sessionId": r.session_id, "label": r.label} for r in parsed.references]
+    if as_json:
+        click.echo(json.dumps({"text": parsed.text, "references": refs}, ensure_ascii=False))
+        return
+    click.echo(parsed.text)
+    for r in refs:
+        click.echo(f"- {json.dumps(r['sessionId'], ensure_ascii=False)} as {json.dumps(r['label'], ensure_ascii=False)}")
+
+
+@ref.command()
+@click.option("--target", "target_id", required=True, help="The session that would mention them.")
+@click.argument("query", required=False, default="")
+@click.option("--limit", type=int, default=None, help="At most this many candidates.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.pass_obj
+def candidates(host, target_id: str, query: str, limit: int | None, as_json: bool) -> None:
+    """List sessions TARGET may mention, best first (same cwd, then no cwd, then others)."""
+    service = _service(host)
+
+    async def go():
+        target = await _target(host, target_id)
+        return await service.list_candidates(target, query, limit)
+
+    try:
+        found = asyncio.run(go())
+    except SessionReferenceError as exc:
+        raise _fail(exc) from None
+    for candidate in found:
+        if as_json:
+            click.echo(json.dumps(candidate.to_json(), ensure_ascii=False))
+        else:
+            from dsh_host.tui.terminal_text import display_inline_text
+
+            cwd = display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)"
+            click.echo(f"{display_inline_text(candidate.session_id)}  {cwd}  {display_inline_text(candidate.label)}")
+
+
+@ref.command()
+@click.option("--target", "target_id", required=True, help="The session the message would go to.")
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Print the prepared content and contexts as JSON.")
+@click.pass_obj
+def preview(host, target_id: str, text: str, as_json: bool) -> None:
+    """Print exactly what `prepare` returns for TEXT (content and contexts); sends nothing."""
+    service = _service(host)
+
+    async def go():
+        target = await _target(host, target_id)
+        parsed = parse_text(text)
+        return await service.prepare(target, [{"type": "text", "text": parsed.text}], parsed.references)
+
+    try:
+        prepared = asyncio.run(go())
+    except SessionReferenceError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        click.echo(json.dumps(prepared.to_json(), ensure_ascii=False))
+        return
+    for block in prepared.content:
+        click.echo(f"content: {block.get('text', '')}")
+    for context in prepared.contexts:
+        click.echo(f"context ({context['placement']}, source {context['source']['plugin']}):")
+        for block in context["content"]:
+            click.echo(block.get("text", ""))

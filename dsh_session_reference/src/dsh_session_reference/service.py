@@ -1,0 +1,195 @@
+"""`SessionReferenceService`: candidates for `@` mentions, and `prepare()` for a message.
+
+Mounted as `host.services.session_references`. It reads sources only through the host's
+session query service, and returns one frozen prompt-prefix context: the agent bakes it into
+the same user (or steering) message, so nothing from a source reaches the target's log except
+through this snapshot, and later changes to the source never change it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_session_reference.cancellation import is_set, race
+from dsh_session_reference.cancellation import cancelled as cancelled_error
+from dsh_session_reference.candidates import Candidate, rank_candidates
+from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
+from dsh_session_reference.frame import build_context
+from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
+from dsh_session_reference.projection import project_surface
+from dsh_session_reference.retention import retain_source
+
+MAX_REFERENCES = 3
+DEFAULT_CANDIDATE_LIMIT = 50
+DEFAULT_MAX_REFERENCE_BYTES = 65536
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a host sends: the (copied) content and zero or one context."""
+
+    content: list[dict[str, Any]]
+    contexts: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"content": self.content, "contexts": self.contexts}
+
+
+def _positive_safe_int(value: Any) -> bool:
+    return type(value) is int and 1 <= value <= MAX_SAFE_INTEGER
+
+
+def target_identity(target: Any) -> tuple[str, str | None]:
+    """The id and cwd of a target given as an agent, a session or a header."""
+    for owner in (getattr(target, "session", None), target):
+        header = getattr(owner, "header", None)
+        if header is not None:
+            return header.id, header.cwd
+    return target.id, getattr(target, "cwd", None)
+
+
+class SessionReferenceService:
+    """Cross-session references over a session query service."""
+
+    parse_text = staticmethod(parse_text)
+    format_mention = staticmethod(format_mention)
+
+    def __init__(
+        self,
+        query: Any,
+        *,
+        max_references: int = MAX_REFERENCES,
+        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
+        max_reference_bytes: int = DEFAULT_MAX_REFERENCE_BYTES,
+    ) -> None:
+        for name, value in (
+            ("maxReferences", max_references),
+            ("candidateLimit", candidate_limit),
+            ("maxReferenceBytes", max_reference_bytes),
+        ):
+            if not _positive_safe_int(value):
+                raise SessionReferenceError(
+                    ErrorCode.INVALID_CONFIG, f"session-reference: {name} must be a positive safe integer"
+                )
+        if max_references > MAX_REFERENCES:
+            raise SessionReferenceError(
+                ErrorCode.INVALID_CONFIG, f"session-reference: maxReferences must not exceed {MAX_REFERENCES}"
+            )
+        self._query = query
+        self.max_references = max_references
+        self.candidate_limit = candidate_limit
+        self.max_reference_bytes = max_reference_bytes
+
+    async def prepare(
+        self,
+        target: Any,
+        content: Sequence[Mapping[str, Any]],
+        references: Sequence[Any],
+        cancel: Any = None,
+    ) -> Prepared:
+        """Turn references into one frozen snapshot context for the message `content`.
+
+        Checks in order: each reference's shape, self reference, duplicates (first label
+        wins), the count; then cancellation; then every source is read at once; any failure
+        rejects the whole call, so a host never sends a partial context.
+        """
+        copied = json.loads(json.dumps(list(content)))
+        target_id, _ = target_identity(target)
+        normalized = self._normalize(references, target_id)
+        if not normalized:
+            return Prepared(copied, [])
+        if is_set(cancel):
+            raise cancelled_error(cancel)
+        reads = [asyncio.ensure_future(self._query.read_surface(ref.session_id)) for ref in normalized]
+        try:
+            snapshots = await race(asyncio.gather(*reads), cancel)
+        except SessionReferenceError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any read failure fails the whole preparation
+            if is_set(cancel):
+                raise cancelled_error(cancel) from None
+            raise SessionReferenceError(
+                ErrorCode.READ_FAILED, f"failed to read referenced session: {exc}", exc
+            ) from None
+        finally:
+            for read in reads:
+                read.add_done_callback(_consume)
+        if is_set(cancel):
+            raise cancelled_error(cancel)
+        retained = [
+            retain_source(
+                project_surface(snapshot.header, snapshot.captured_through_seq, snapshot.events),
+                ref.label if ref.label is not None else ref.session_id,
+                self.max_reference_bytes,
+            )
+            for ref, snapshot in zip(normalized, snapshots)
+        ]
+        return Prepared(copied, [build_context(retained)])
+
+    def _normalize(self, references: Sequence[Any], target_id: str) -> list[SessionReferenceInput]:
+        seen: set[str] = set()
+        out: list[SessionReferenceInput] = []
+        for ref in references:
+            session_id, label = _reference_fields(ref)
+            if session_id == target_id:
+                raise SessionReferenceError(
+                    ErrorCode.SELF_REFERENCE,
+                    f"session {json.dumps(target_id, ensure_ascii=False)} cannot reference itself",
+                )
+            if session_id in seen:
+                continue
+            seen.add(session_id)
+            out.append(SessionReferenceInput(session_id, label if label is not None else session_id))
+        if len(out) > self.max_references:
+            raise SessionReferenceError(
+                ErrorCode.TOO_MANY, f"a message may reference at most {self.max_references} sessions"
+            )
+        return out
+
+    async def list_candidates(
+        self, target: Any, query: str = "", limit: int | None = None, cancel: Any = None
+    ) -> list[Candidate]:
+        """Sessions the target may mention, matched on id, cwd and latest title, ranked."""
+        if limit is None:
+            limit = self.candidate_limit
+        elif not _positive_safe_int(limit):
+            raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, "candidate limit must be a positive safe integer")
+        target_id, target_cwd = target_identity(target)
+        if is_set(cancel):
+            raise cancelled_error(cancel)
+        records = await race(self._query.list_sessions(), cancel)
+        return rank_candidates(records, target_id=target_id, target_cwd=target_cwd, query=query, limit=limit)
+
+    @staticmethod
+    def describe_error(error: BaseException) -> str:
+        """An error as one line, with its cause chain (what hosts show to users)."""
+        return render_error_chain(error)
+
+
+def _reference_fields(ref: Any) -> tuple[str, str | None]:
+    if isinstance(ref, SessionReferenceInput):
+        session_id, label = ref.session_id, ref.label
+    elif isinstance(ref, Mapping):
+        session_id, label = ref.get("sessionId"), ref.get("label")
+        if "label" in ref and label is None:
+            label = _INVALID
+    else:
+        raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, "session reference must be an object")
+    if not isinstance(session_id, str) or (label is not None and not isinstance(label, str)):
+        raise SessionReferenceError(
+            ErrorCode.INVALID_REFERENCE, "session reference must contain a string sessionId and optional string label"
+        )
+    return session_id, label
+
+
+_INVALID = object()
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
