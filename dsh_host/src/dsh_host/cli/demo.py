@@ -23,7 +23,6 @@ from dsh_host.cli.sessions import describe_event
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
-from dsh_host.tui.render import render_events
 
 REQUIRED = ("compact", "session-reference")
 
@@ -97,6 +96,8 @@ async def _scenario(host: Host, console: Console) -> None:
     await target_agent.wait_idle()
     await target_agent.dispose()
     await host.sessions.flush(target)
+
+    from dsh_host.tui.render import render_events
 
     _section(console, "The target's turn, as the terminal UI renders it")
     render_events(console, target.events)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import click
 
 from dsh_host import __version__
-from dsh_host.cli import chat, info, run, sessions
+from dsh_host.cli import chat, demo, info, run, sessions
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
@@ -62,7 +62,7 @@ def build_cli(host: Host) -> click.Group:
         if ctx.invoked_subcommand is None:
             chat.open_chat(host, session_id=None, continue_last=False)
 
-    for command in (info.plugins, info.config, sessions.sessions, run.run, run.demo, chat.chat):
+    for command in (info.plugins, info.config, sessions.sessions, run.run, demo.demo, chat.chat):
         cli.add_command(command)
     host.hook.dsh_register_commands(cli=cli)
     return cli

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dsh_host.agent import Agent
 from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
+
+if TYPE_CHECKING:
+    from dsh_host.agent import Agent
 
 
 class PreparationFailed(DshError):
@@ -22,6 +24,8 @@ class PreparationFailed(DshError):
 
 def start_agent(host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True) -> Agent:
     """An agent on `session` with the configured model; prints the keyless notice once."""
+    from dsh_host.agent import Agent
+
     resolved = host.models.resolve(model_spec)
     if resolved.notice and announce:
         click.echo(f"dsh: {resolved.notice}", err=True)

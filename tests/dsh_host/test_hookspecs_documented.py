@@ -1,0 +1,40 @@
+"""Every hook is documented (docstring and README, with its signature) and exercised by a test."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from dsh_host import hookspecs
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = [
+    (name, fn)
+    for name, fn in vars(hookspecs).items()
+    if name.startswith("dsh_") and callable(fn) and hasattr(fn, "dsh_spec")
+]
+
+
+def test_there_are_hooks():
+    assert len(HOOKS) >= 10
+
+
+@pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])
+def test_hook_has_docstring_and_is_in_readme(name, fn):
+    doc = inspect.getdoc(fn) or ""
+    assert len(doc) > 40, f"{name} needs a docstring saying who calls it and what its result means"
+    params = ", ".join(inspect.signature(fn).parameters)
+    assert f"`{name}({params})`" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])
+def test_hook_is_exercised_by_a_test(name, fn):
+    this = Path(__file__).resolve()
+    users = [
+        path
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if path.resolve() != this and name in path.read_text(encoding="utf-8")
+    ]
+    assert users, f"no test exercises {name}"
