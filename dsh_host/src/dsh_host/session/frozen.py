@@ -54,7 +54,19 @@ def _frozen_object(pairs: list[tuple[str, Any]]) -> FrozenDict:
 
 def _freeze_lists(value: list) -> FrozenList:
     # Objects inside arrays are already frozen by the object hook; only nested arrays remain.
-    return FrozenList([_freeze_lists(v) if type(v) is list else v for v in value])
+    # Iterative, so nesting is limited by the JSON codec only: collect the nested arrays
+    # parents first, then freeze them children first (parsed arrays are never shared).
+    order = [value]
+    index = 0
+    while index < len(order):
+        order.extend(v for v in order[index] if type(v) is list)
+        index += 1
+    if len(order) == 1:
+        return FrozenList(value)
+    frozen: dict[int, FrozenList] = {}
+    for item in reversed(order):
+        frozen[id(item)] = FrozenList([frozen[id(v)] if type(v) is list else v for v in item])
+    return frozen[id(value)]
 
 
 def frozen_loads(text: str) -> Any:
@@ -65,8 +77,7 @@ def frozen_loads(text: str) -> Any:
 
 def thaw(value: Any) -> Any:
     """A detached, mutable deep copy of a (possibly frozen) JSON value."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [thaw(v) for v in value]
+    if isinstance(value, (dict, list)):
+        # The C codec copies without Python recursion (and faster than a Python walk).
+        return json.loads(json.dumps(value, allow_nan=False))
     return value

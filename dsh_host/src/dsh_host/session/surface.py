@@ -121,8 +121,33 @@ def _check_tool_result_rewrite(event: Event, shadowed: Sequence[int], lookup: Ca
     new, old = event.data, original.data
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         raise SurfaceError("tool/result replace may change only content")
-    if set(new) - {"content"} != set(old) - {"content"} or any(new[k] != old[k] for k in new if k != "content"):
+    if set(new) - {"content"} != set(old) - {"content"} or any(
+        not json_equal(new[k], old[k]) for k in new if k != "content"
+    ):
         raise SurfaceError("tool/result replace may change only content")
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Structural JSON equality: key order does not matter, but `true` is not `1` (unlike `==`)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, bool) or isinstance(y, bool) or x is None or y is None:
+            if x is not y:
+                return False
+        elif isinstance(x, Mapping) and isinstance(y, Mapping):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, (Mapping, list)) or isinstance(y, (Mapping, list)):
+            return False
+        elif x != y:
+            return False
+    return True
 
 
 @dataclass
