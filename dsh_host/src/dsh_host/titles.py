@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from dsh_host.session.events import Event
     from dsh_host.session.session import Session
 
-FALLBACK_MAX_WORDS = 8
-FALLBACK_MAX_BYTES = 80
+# The reference's defaults: every fallback title in ../shared/fixtures/reference-logs is the
+# first 5 words of its prompt capped at 40 UTF-8 bytes.
+FALLBACK_MAX_WORDS = 5
+FALLBACK_MAX_BYTES = 40
 
 _OSC = re.compile(r"(?:\x1b\]|\x9d).*?(?:\x07|\x1b\\|$)", re.DOTALL)
 _CSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]")
