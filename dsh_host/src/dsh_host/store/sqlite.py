@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -108,6 +109,38 @@ class StoredSurface:
 
 def _key(pk: int, seq: int) -> int:
     return (pk << _SEQ_BITS) | seq
+
+
+# Session ids, cwds and titles are arbitrary Python strings, lone surrogates included, which
+# SQLite's UTF-8 text cannot hold. Ids are stored as their UTF-8 bytes ("surrogatepass"): a
+# BLOB compares and sorts bytewise, which for UTF-8 is code-point order, so `ORDER BY id` stays
+# exact. Other free text becomes a BLOB only when it holds a surrogate, and JSON text escapes
+# the surrogate (`\ud800`), which parses back to the same string.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _id(session_id: str) -> bytes:
+    return session_id.encode("utf-8", "surrogatepass")
+
+
+def _from_id(value: bytes) -> str:
+    return value.decode("utf-8", "surrogatepass")
+
+
+def _text(value: str | None) -> str | bytes | None:
+    if value is None or value.isascii() or not _SURROGATE.search(value):
+        return value
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _from_text(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _json_text(text: str) -> str:
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def header_from_row(text: str) -> SessionHeader:
@@ -227,7 +260,7 @@ class SqliteSessionStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 row = conn.execute(
-                    "SELECT pk, next_seq, next_ord FROM sessions WHERE id = ?", (header.id,)
+                    "SELECT pk, next_seq, next_ord FROM sessions WHERE id = ?", (_id(header.id),)
                 ).fetchone()
                 if row is None:
                     if events[0].seq != 0:
@@ -250,7 +283,12 @@ class SqliteSessionStore:
     def _insert_session(self, conn: sqlite3.Connection, header: SessionHeader) -> int:
         cursor = conn.execute(
             "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord) VALUES (?, ?, ?, ?, 0, 0)",
-            (header.id, header.created_at, header.cwd, json.dumps(header.to_json(), ensure_ascii=False)),
+            (
+                _id(header.id),
+                header.created_at,
+                _text(header.cwd),
+                _json_text(json.dumps(header.to_json(), ensure_ascii=False)),
+            ),
         )
         return cursor.lastrowid
 
@@ -258,13 +296,13 @@ class SqliteSessionStore:
         rows = []
         title: tuple[str, int, int] | None = None
         for event in events:
-            rows.append((_key(pk, event.seq), event.type, event.to_line()))
+            rows.append((_key(pk, event.seq), event.type, _json_text(event.to_line())))
             if (
                 event.type == "session/title"
                 and isinstance(event.data, dict)
                 and isinstance(event.data.get("title"), str)
             ):
-                title = (event.data["title"], event.seq, event.time)
+                title = (_text(event.data["title"]), event.seq, event.time)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
         for event in events:
             op = event.surface_op
@@ -296,7 +334,7 @@ class SqliteSessionStore:
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (header.id,)).fetchone()
+                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (_id(header.id),)).fetchone()
                 if row is not None:
                     if not replace:
                         raise StoreError(f"session {header.id!r} already exists (use --replace to overwrite it)")
@@ -314,7 +352,7 @@ class SqliteSessionStore:
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
                 if row is not None:
                     self._delete(conn, row[0])
                 conn.execute("COMMIT")
@@ -335,31 +373,38 @@ class SqliteSessionStore:
         rows = self._connection().execute(
             "SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id"
         ).fetchall()
-        return [SessionRow(*row) for row in rows]
+        return [
+            SessionRow(_from_id(sid), created, _from_text(cwd), _from_text(title))
+            for sid, created, cwd, title in rows
+        ]
 
     def has(self, session_id: str) -> bool:
-        return self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+        row = self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
+        return row is not None
 
     def read_header(self, session_id: str) -> SessionHeader:
-        row = self._connection().execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        conn = self._connection()
+        row = conn.execute("SELECT header FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
         return header_from_row(row[0])
 
     def read_title(self, session_id: str) -> StoredTitle | None:
         row = self._connection().execute(
-            "SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (session_id,)
+            "SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (_id(session_id),)
         ).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return None if row[0] is None else StoredTitle(row[0], row[1], row[2])
+        return None if row[0] is None else StoredTitle(_from_text(row[0]), row[1], row[2])
 
     def read_surface(self, session_id: str) -> StoredSurface:
         """Header, last seq and the current surface events (log form), in one read transaction."""
         conn = self._connection()
         conn.execute("BEGIN")
         try:
-            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = conn.execute(
+                "SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)
+            ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             pk, header_text, next_seq = row
@@ -382,7 +427,7 @@ class SqliteSessionStore:
         conn = self._connection()
         conn.execute("BEGIN")
         try:
-            row = conn.execute("SELECT pk, header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = conn.execute("SELECT pk, header FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             pk, header_text = row
