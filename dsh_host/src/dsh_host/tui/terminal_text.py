@@ -1,0 +1,48 @@
+"""Making untrusted text inert before it reaches the terminal.
+
+Session titles, ids, cwds, message and tool text all come from logs or models, so any of them
+may carry terminal control sequences (a window-title OSC, a CSI colour change, a bare BEL).
+Everything the UI shows passes through `display_text` or `display_inline_text`, which turn
+control characters into visible `\\xNN` text instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Every C0 control except LF (which the transcript needs for structure), DEL, and every C1
+# control (0x9b alone is a CSI on terminals that honour 8-bit controls).
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+"""The characters JavaScript's `\\s` and `String.prototype.trim` treat as whitespace.
+
+Python's `str.isspace` differs: it also covers `\\x1c`-`\\x1f` and `\\x85` but not U+FEFF.
+"""
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def display_text(text: str) -> str:
+    """`text` with every control character except LF written as `\\xNN` (lowercase hex).
+
+    Backslashes are left alone, so a typed literal `\\x1b` looks like an escaped ESC; that is
+    harmless because neither reaches the terminal as a control.
+    """
+    return _CONTROL.sub(_escape, text)
+
+
+def display_inline_text(text: str) -> str:
+    """`display_text` for single-line fields: LF is escaped as `\\x0a` too."""
+    return display_text(text).replace("\n", "\\x0a")
+
+
+def js_trim(text: str) -> str:
+    """`text` trimmed exactly as JavaScript's `String.prototype.trim` would."""
+    return text.strip(JS_WHITESPACE)

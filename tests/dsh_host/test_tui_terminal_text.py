@@ -1,0 +1,51 @@
+"""Control-character escaping (session-reference spec 9.1) and JavaScript trimming."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text, display_text, js_trim
+
+PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
+ESCAPED_PROBE = r"\x1b]2;title\x07\x09\x7f\x9b31m"
+UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def test_the_probe_becomes_inert_text():
+    assert display_text(PROBE) == ESCAPED_PROBE
+    assert display_inline_text(PROBE) == ESCAPED_PROBE
+
+
+def test_each_escaped_class_uses_two_lowercase_hex_digits():
+    assert display_text("\x00\x01\r\x1f\x7f\x80\x85\x9f") == r"\x00\x01\x0d\x1f\x7f\x80\x85\x9f"
+    assert display_text("\x1b") == r"\x1b"
+
+
+def test_line_feed_is_structural_except_inline():
+    assert display_text("a\nb") == "a\nb"
+    assert display_inline_text("a\nb\r\n") == r"a\x0ab\x0d\x0a"
+
+
+def test_other_characters_pass_through():
+    text = "back\\slash \\x1b nbsp\u00a0 bidi\u202e ls\u2028 ümlaut 引号 \ufeff"
+    assert display_text(text) == text
+
+
+@given(st.text())
+def test_nothing_unsafe_survives(text):
+    shown = display_text(text)
+    assert not UNSAFE.search(shown)
+    assert "\n" not in display_inline_text(text)
+    assert shown.count("\n") == text.count("\n")
+
+
+def test_js_trim_uses_the_javascript_whitespace_set():
+    assert js_trim("\ufeff\u3000 hi \t\n\u2028") == "hi"
+    # Python's str.strip() would remove these; JavaScript's trim keeps them.
+    assert js_trim("\x1chi\x85") == "\x1chi\x85"
+    assert js_trim("\x1f") == "\x1f"
+    assert set(JS_WHITESPACE) >= {"\u2000", "\u200a", "\u00a0", "\v", "\f"}
+    assert "\u200b" not in JS_WHITESPACE
