@@ -143,10 +143,11 @@ def _json_text(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def header_from_row(text: str) -> SessionHeader:
+def header_from_row(text: str, session_id: str | None = None) -> SessionHeader:
     raw = json.loads(text)
     return SessionHeader(
-        id=raw["id"],
+        # The id column is exact; JSON text would merge a Python string's surrogate halves.
+        id=raw["id"] if session_id is None else session_id,
         created_at=raw["createdAt"],
         cwd=raw.get("cwd"),
         version=raw.get("version", 0),
@@ -387,7 +388,7 @@ class SqliteSessionStore:
         row = conn.execute("SELECT header FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return header_from_row(row[0])
+        return header_from_row(row[0], session_id)
 
     def read_title(self, session_id: str) -> StoredTitle | None:
         row = self._connection().execute(
@@ -417,7 +418,7 @@ class SqliteSessionStore:
             conn.execute("COMMIT")
         loads = json.loads
         return StoredSurface(
-            header=header_from_row(header_text),
+            header=header_from_row(header_text, session_id),
             captured_through_seq=next_seq - 1 if next_seq else None,
             events=[loads(line) for (line,) in lines],
         )
@@ -437,7 +438,7 @@ class SqliteSessionStore:
             ).fetchall()
         finally:
             conn.execute("COMMIT")
-        return header_from_row(header_text), [line for (line,) in lines]
+        return header_from_row(header_text, session_id), [line for (line,) in lines]
 
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         header, lines = self.read_lines(session_id)
