@@ -1,0 +1,91 @@
+"""The `compact` plugin: mounts the compaction service and, with `auto`, its triggers.
+
+Mounting validates `[plugins.compact]`, registers the `compact` service, and registers the
+automatic triggers as a separate plugin object (only when `auto` is true), so a host with
+`auto = false` never runs them. The plugin also adds `dsh compact SESSION_ID` and `/compact`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dsh_compact.cli import compact_command, compact_slash_command
+from dsh_compact.config import load_compact_config
+from dsh_compact.listeners import AutoCompaction
+from dsh_compact.service import CompactionService
+from dsh_compact.summarizer import ModelSummarizer
+from dsh_compact.targets import ModelTarget
+from dsh_host.errors import ConfigError
+from dsh_host.hookspecs import hookimpl
+from dsh_host.session.session import Session
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.models.registry import ResolvedModel
+
+SERVICE = "compact"
+_AUTO_PLUGIN_NAME = "compact.auto"
+
+# The trigger object of each host this plugin is mounted on (one module serves every host).
+_auto: weakref.WeakKeyDictionary[Host, AutoCompaction] = weakref.WeakKeyDictionary()
+
+
+@hookimpl
+def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
+    """Validate `[plugins.compact]`, register the `compact` service and the automatic triggers."""
+    settings = load_compact_config(config)
+
+    def resolve(target: ModelTarget) -> ResolvedModel:
+        return host.models.resolve(f"{target.provider}:{target.model}")
+
+    def capacity(target: ModelTarget) -> int | None:
+        try:
+            adapter = host.models.adapter(target.provider)
+        except ConfigError:
+            return None
+        window = getattr(adapter, "context_window", None)
+        return window(target.model) if callable(window) else None
+
+    def default_target() -> ModelTarget | None:
+        resolved = host.models.resolve()
+        return ModelTarget.of(resolved.provider, resolved.model)
+
+    async def flush(session: Session) -> None:
+        # Only the host's live sessions are persisted; a detached session stays in memory.
+        if host.sessions.get(session.id) is session:
+            await host.sessions.flush(session)
+
+    service = CompactionService(
+        settings,
+        summarizer=ModelSummarizer(settings, resolve),
+        capacity=capacity,
+        default_target=default_target,
+        flush=flush,
+    )
+    host.services.register(SERVICE, service)
+    if settings.auto:
+        listener = AutoCompaction(service)
+        host.pm.register(listener, name=_AUTO_PLUGIN_NAME)
+        _auto[host] = listener
+
+
+@hookimpl
+def dsh_unmount(host: Host) -> None:
+    """Remove the automatic triggers (the host removes the service itself)."""
+    listener = _auto.pop(host, None)
+    if listener is not None and host.pm.is_registered(listener):
+        host.pm.unregister(listener)
+
+
+@hookimpl
+def dsh_register_commands(cli: Any) -> None:
+    """Add `dsh compact SESSION_ID`."""
+    cli.add_command(compact_command)
+
+
+@hookimpl
+def dsh_register_slash_commands(register: Any) -> None:
+    """Add `/compact [RETAIN_TOKENS]` for the session of the terminal UI."""
+    register("compact", "Compact the conversation now, keeping [RETAIN_TOKENS]", compact_slash_command)

@@ -1,0 +1,207 @@
+"""The `compact` plugin on a real host: mounting, configuration errors, `dsh compact`, `/compact`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dsh_compact import plugin
+from dsh_compact.listeners import AutoCompaction
+from dsh_compact.service import CompactionService
+from dsh_host.cli.main import main
+from dsh_host.config import load_config
+from dsh_host.errors import PluginError
+from dsh_host.host import Host
+
+SCRIPTED = {"provider": "scripted", "model": "scripted"}
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "compact")
+    monkeypatch.delenv("DSH_CONFIG", raising=False)
+    monkeypatch.delenv("DSH_SCRIPT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("platformdirs.user_config_dir", lambda name: str(tmp_path / "no-user-config"))
+
+
+def start(tmp_path: Path, toml: str = "") -> Host:
+    (tmp_path / "dsh.toml").write_text(toml)
+    return Host.start(
+        load_config(env={"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": "compact"}, cwd=tmp_path)
+    )
+
+
+def test_mount_registers_the_service_and_the_triggers(tmp_path) -> None:
+    with start(tmp_path, "[plugins.compact]\ncontext_window = 5000\nthreshold_ratio = 0.6\n") as host:
+        service = host.services.compact
+        assert isinstance(service, CompactionService)
+        assert service.config.context_window == 5000
+        assert service.config.threshold_ratio == 0.6
+        listener = host.pm.get_plugin("compact.auto")
+        assert isinstance(listener, AutoCompaction)
+        assert {c.name for c in host.pm.get_hookcallers(listener)} == {
+            "dsh_agent_post_step",
+            "dsh_agent_request_error",
+        }
+        (mounted,) = host.mounted
+        assert "dsh_agent_post_step" not in mounted.hooks  # the module itself never runs them
+    assert host.pm.get_plugin("compact.auto") is None
+    assert "compact" not in host.services
+
+
+def test_auto_false_registers_no_trigger(tmp_path) -> None:
+    with start(tmp_path, "[plugins.compact]\nauto = false\n") as host:
+        assert host.services.compact.config.auto is False
+        assert host.pm.get_plugin("compact.auto") is None
+        assert host.hook.dsh_agent_post_step.get_hookimpls() == []
+
+
+def test_two_hosts_have_their_own_triggers(tmp_path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = start(tmp_path / "a"), start(tmp_path / "b")
+    try:
+        assert first.pm.get_plugin("compact.auto") is not second.pm.get_plugin("compact.auto")
+        first.close()
+        assert second.pm.get_plugin("compact.auto") is not None
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("threshold_ratio = 2", "[plugins.compact] threshold_ratio must be a number in (0, 1], got 2"),
+        ("thresold_ratio = 0.5", "[plugins.compact] unknown key 'thresold_ratio'"),
+        ('auto = "no"', '[plugins.compact] auto must be true or false, got "no"'),
+        (
+            '[[plugins.compact.model_policies]]\nprovider = "p"\nmodel = "m"\nretain_tokens = -5',
+            "[plugins.compact.model_policies[0]] retain_tokens must be an integer >= 0, got -5",
+        ),
+    ],
+)
+def test_configuration_errors_name_the_plugin_key_and_value(tmp_path, toml: str, message: str) -> None:
+    header = "" if toml.startswith("[[") else "[plugins.compact]\n"
+    with pytest.raises(PluginError) as info:
+        start(tmp_path, header + toml)
+    assert str(info.value).startswith("plugin 'compact': ")
+    assert message in str(info.value)
+
+
+def test_configuration_errors_exit_2_from_the_command_line(tmp_path, capsys) -> None:
+    (tmp_path / "dsh.toml").write_text("[plugins.compact]\nmax_tokens = 0\n")
+    assert main(["plugins"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "dsh: error: plugin 'compact': [plugins.compact] max_tokens must be an integer >= 1, got 0"
+    )
+
+
+# --- dsh compact SESSION_ID -----------------------------------------------------------------------
+
+
+def stored_conversation(tmp_path: Path, fx, turns: int = 4, toml: str = "") -> str:
+    """A closed conversation persisted in the store; returns its id."""
+
+    async def build() -> str:
+        with start(tmp_path, toml) as host:
+            session = host.sessions.create(str(tmp_path))
+            fx.conversation(
+                turns, session=session, header={"header": {"config": SCRIPTED}, "reason": "initial"}
+            )
+            session.append("turn/end", {"turn": turns + 1, "reason": {"kind": "completed"}})
+            await host.sessions.flush(session)
+            return session.id
+
+    return asyncio.run(build())
+
+
+def stored_events(tmp_path: Path, session_id: str) -> list:
+    with start(tmp_path) as host:
+        return list(host.store.read_events(session_id)[1])
+
+
+def test_dsh_compact_compacts_a_stored_session(tmp_path, fx, capsys) -> None:
+    toml = "[plugins.compact]\nretain_tokens = 180\n"
+    session_id = stored_conversation(tmp_path, fx, toml=toml)
+    (tmp_path / "dsh.toml").write_text(toml)
+    assert main(["compact", session_id]) == 0
+    out = capsys.readouterr().out
+    assert (
+        out
+        == f"session {session_id}: compacted 6 surface nodes (seqs 1-16, ~543 tokens) into checkpoint #30\n"
+    )
+    events = stored_events(tmp_path, session_id)
+    assert [e.type for e in events[27:]] == [
+        "turn/start",
+        "compact/start",
+        "compact/summary",
+        "user/message",
+        "compact/end",
+        "turn/end",
+    ]
+    assert events[27].data["trigger"] == {"kind": "compact", "source": {"kind": "user"}}
+    summary = events[29].data
+    assert (summary["provider"], summary["model"], summary["maxTokens"]) == ("scripted", "scripted", 8192)
+    assert "## Primary Request and Intent" in summary["summary"][0]["text"]
+
+
+def test_dsh_compact_with_nothing_to_compact(tmp_path, fx, capsys) -> None:
+    session_id = stored_conversation(tmp_path, fx, turns=1)
+    assert main(["compact", session_id, "--retain-tokens", "100000"]) == 0
+    assert capsys.readouterr().out == f"session {session_id}: nothing to compact\n"
+    assert len(stored_events(tmp_path, session_id)) == 9
+
+
+def test_dsh_compact_reports_a_failure_on_one_line(tmp_path, fx, capsys) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "far too long " * 400}]))
+    toml = f'[models.scripted]\nscript = "{script}"\n'
+    session_id = stored_conversation(tmp_path, fx, toml=toml)
+    (tmp_path / "dsh.toml").write_text(toml)
+    assert main(["compact", session_id, "--retain-tokens", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dsh: error: summary is not smaller than the shadowed content (")
+    assert err.count("\n") == 1
+    events = stored_events(tmp_path, session_id)
+    assert [e.type for e in events[-3:]] == ["compact/start", "compact/end", "turn/end"]
+    assert events[-1].data["reason"]["kind"] == "error"
+
+
+def test_dsh_compact_unknown_session(tmp_path, capsys) -> None:
+    assert main(["compact", "nope"]) == 1
+    assert capsys.readouterr().err.startswith("dsh: error: ")
+
+
+# --- /compact -------------------------------------------------------------------------------------
+
+
+def test_slash_command_compacts_the_ui_session(tmp_path, fx) -> None:
+    registered: dict = {}
+    plugin.dsh_register_slash_commands(
+        lambda name, help, handler: registered.setdefault(name, (help, handler))
+    )
+    _, handler = registered["compact"]
+
+    async def run() -> tuple[str, str]:
+        with start(tmp_path) as host:
+            session = host.sessions.create(str(tmp_path))
+            fx.conversation(4, session=session, header={"header": {"config": SCRIPTED}, "reason": "initial"})
+            session.append("turn/end", {"turn": 5, "reason": {"kind": "completed"}})
+            ui = SimpleNamespace(
+                agent=SimpleNamespace(session=session, host=host, provider="scripted", model="x")
+            )
+            first = await handler(ui, " 0 ")
+            with pytest.raises(Exception, match="/compact takes an optional number of tokens"):
+                await handler(ui, "lots")
+            return first, session.id
+
+    line, session_id = asyncio.run(run())
+    assert line.startswith(f"session {session_id}: compacted 7 surface nodes")
