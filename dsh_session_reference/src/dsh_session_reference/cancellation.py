@@ -36,6 +36,10 @@ async def race(work: Awaitable[T], signal: Any) -> T:
     waiter = asyncio.ensure_future(signal.wait())
     try:
         await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        # The caller itself was cancelled: the work is abandoned, not cancelled, either way.
+        _abandon(future)
+        raise
     finally:
         waiter.cancel()
     if future.done():

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from dsh_compact.marker import is_compact_checkpoint_source
-
 from dsh_session_reference.jsjson import join_surrogate_pairs
 
 Role = Literal["user", "assistant"]
@@ -74,13 +73,13 @@ def project_event(event: Mapping[str, Any]) -> ProjectedMessage | None:
     """The conversation entry for one surface event, or ``None`` when it contributes nothing."""
     event_type = event.get("type")
     data = event.get("data")
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         return None
     if event_type == "assistant/message":
         role: Role = "assistant"
         checkpoint = False
         content = data.get("content")
-    elif event_type in ("user/message", "steering/message"):
+    elif event_type == "user/message" or event_type == "steering/message":
         source = data.get("source")
         # Only a user/message can be a checkpoint; compaction's steering is plugin noise.
         checkpoint = event_type == "user/message" and is_compact_checkpoint_source(source)
@@ -110,17 +109,16 @@ def extract_text(content: Any) -> str:
     A surrogate pair spelled as two code points is joined into one character, as the same
     string would be in JavaScript, so byte counts and cuts downstream match the reference.
     """
-    if not isinstance(content, Sequence) or isinstance(content, str):
+    if type(content) is not list and (not isinstance(content, Sequence) or isinstance(content, str)):
         return ""
-    return join_surrogate_pairs(
-        "\n".join(
-            block["text"]
-            for block in content
-            if isinstance(block, Mapping)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        )
-    )
+    texts = []
+    for block in content:
+        if type(block) is dict or isinstance(block, Mapping):
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                texts.append(text)
+    joined = texts[0] if len(texts) == 1 else "\n".join(texts)
+    return join_surrogate_pairs(joined)
 
 
 def _is_user_source(source: Any) -> bool:

@@ -10,6 +10,7 @@ result is byte-identical to re-serializing the object after every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from dsh_retention import retain_head_tail, utf8_length
@@ -178,7 +179,31 @@ class _Item:
     def _set_text(self, text: str, text_bytes: int) -> None:
         self.text = text
         self.text_bytes = text_bytes
-        self.size = utf8_length(tag_safe_json({"role": self.message.role, "text": text}))
+        self.size = _ENTRY_OVERHEAD[self.message.role] + _json_string_bytes(text)
+
+
+# `{"role":"<role>","text":` + the text as a JSON string + `}`: only the string varies.
+_ENTRY_OVERHEAD = {
+    role: utf8_length(tag_safe_json({"role": role, "text": ""})) - len('""') for role in ("user", "assistant")
+}
+
+
+def _json_string_bytes(text: str) -> int:
+    """UTF-8 size of ``text`` as a tag-safe JSON string, without the generic serializer.
+
+    The C string encoder escapes exactly as ``JSON.stringify`` does for any text without
+    surrogate code points (those cannot be UTF-8 encoded, so they take the generic path); each
+    ``<`` then grows by five bytes into ``\\u003c``.
+    """
+    quoted = encode_basestring(text)
+    if quoted.isascii():
+        size = len(quoted)
+    else:
+        try:
+            size = len(quoted.encode("utf-8"))
+        except UnicodeEncodeError:
+            return utf8_length(tag_safe_json(text))
+    return size + 5 * quoted.count("<")
 
 
 class _Size:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.cancellation import cancelled as cancelled_error
+from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, rank_candidates
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.frame import build_context
@@ -110,12 +110,14 @@ class SessionReferenceService:
             snapshots = await race(asyncio.gather(*reads), cancel)
         except SessionReferenceError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any read failure fails the whole preparation
+        except Exception as exc:
             if is_set(cancel):
-                raise cancelled_error(cancel) from None
+                error = cancelled_error(cancel)
+                # Chain the abort reason (when it is an exception), not the read's failure.
+                raise error from error.__cause__
             raise SessionReferenceError(
                 ErrorCode.READ_FAILED, f"failed to read referenced session: {exc}", exc
-            ) from None
+            ) from exc
         finally:
             for read in reads:
                 read.add_done_callback(_consume)
@@ -127,7 +129,7 @@ class SessionReferenceService:
                 ref.label if ref.label is not None else ref.session_id,
                 self.max_reference_bytes,
             )
-            for ref, snapshot in zip(normalized, snapshots)
+            for ref, snapshot in zip(normalized, snapshots, strict=True)
         ]
         return Prepared(copied, [build_context(retained)])
 
@@ -158,7 +160,9 @@ class SessionReferenceService:
         if limit is None:
             limit = self.candidate_limit
         elif not _positive_safe_int(limit):
-            raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, "candidate limit must be a positive safe integer")
+            raise SessionReferenceError(
+                ErrorCode.INVALID_REFERENCE, "candidate limit must be a positive safe integer"
+            )
         target_id, target_cwd = target_identity(target)
         if is_set(cancel):
             raise cancelled_error(cancel)
@@ -178,11 +182,15 @@ def _reference_fields(ref: Any) -> tuple[str, str | None]:
         session_id, label = ref.get("sessionId"), ref.get("label")
         if "label" in ref and label is None:
             label = _INVALID
+    elif isinstance(ref, (list, tuple)):
+        # An array is an object in JavaScript: it fails the field check, not the object check.
+        session_id, label = None, None
     else:
         raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, "session reference must be an object")
     if not isinstance(session_id, str) or (label is not None and not isinstance(label, str)):
         raise SessionReferenceError(
-            ErrorCode.INVALID_REFERENCE, "session reference must contain a string sessionId and optional string label"
+            ErrorCode.INVALID_REFERENCE,
+            "session reference must contain a string sessionId and optional string label",
         )
     return session_id, label
 
