@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import strategies as st
@@ -42,8 +42,8 @@ def host(tmp_path: Path) -> Iterator[Host]:
 class LogBuilder:
     """Events in log form (camelCase JSON), and as `Event` objects, for hand-written logs."""
 
-    USER = {"kind": "user"}
-    PROVENANCE = {"provider": "scripted", "model": "scripted-1"}
+    USER: ClassVar[dict[str, str]] = {"kind": "user"}
+    PROVENANCE: ClassVar[dict[str, str]] = {"provider": "scripted", "model": "scripted-1"}
 
     @staticmethod
     def text(text: str) -> dict[str, Any]:
@@ -129,17 +129,27 @@ class LogBuilder:
                 target = raws[shadowed[0]]
                 if lo == hi and target["type"] == "tool/result" and draw(st.booleans()):
                     data = {**target["data"], "content": [cls.text(f"pruned {seq}")]}
-                    raw = cls.raw("tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
+                    raw = cls.raw(
+                        "tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources
+                    )
                 else:
                     kind = draw(st.sampled_from(["user/message", "assistant/message"]))
-                    data = cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
+                    data = (
+                        cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
+                    )
                     raw = cls.raw(kind, seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
                 nodes[lo : hi + 1] = [seq]
                 generation += 1
             elif action == "append" or action == "replace":
                 kind = draw(
                     st.sampled_from(
-                        ["user/message", "assistant/message", "tool/result", "context/message", "steering/message"]
+                        [
+                            "user/message",
+                            "assistant/message",
+                            "tool/result",
+                            "context/message",
+                            "steering/message",
+                        ]
                     )
                 )
                 if kind == "assistant/message":

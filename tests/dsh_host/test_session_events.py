@@ -152,9 +152,13 @@ def test_lossless_accepts_deep_nesting_within_the_json_codec_limit():
         st.none()
         | st.booleans()
         | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-        | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not (f == 0 and math.copysign(1, f) < 0))
+        | st.floats(allow_nan=False, allow_infinity=False).filter(
+            lambda f: not (f == 0 and math.copysign(1, f) < 0)
+        )
         | st.text(),
-        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        ),
         max_leaves=20,
     )
 )
@@ -203,7 +207,9 @@ def test_events_snapshot_never_grows_and_seq_is_the_log_length():
 
 def test_seed_seqs_must_be_contiguous_from_zero(log_builder):
     events = log_builder.events([log_builder.raw("turn/start", 0), log_builder.raw("turn/end", 2)])
-    with pytest.raises(SurfaceError, match="invalid seed event at index 1: session event seq 2 is not contiguous; expected 1"):
+    with pytest.raises(
+        SurfaceError, match="invalid seed event at index 1: session event seq 2 is not contiguous; expected 1"
+    ):
         new_session(events)
     with pytest.raises(InvalidEvent, match="seq 3 is not contiguous; expected 0"):
         event_from_json(log_builder.raw("turn/start", 3), expected_seq=0)
@@ -218,10 +224,16 @@ def test_seed_seqs_must_be_contiguous_from_zero(log_builder):
     [
         ("not an object", "invalid event envelope: not an object"),
         ({"type": "turn/start", "seq": 0, "time": 0, "data": {}, "id": "x"}, "unexpected key(s) ['id']"),
-        ({"type": "turn/start", "seq": 0, "time": 0, "data": {}, "parent": 1}, "unexpected key(s) ['parent']"),
+        (
+            {"type": "turn/start", "seq": 0, "time": 0, "data": {}, "parent": 1},
+            "unexpected key(s) ['parent']",
+        ),
         ({"type": "", "seq": 0, "time": 0, "data": {}}, "type must be a non-empty string"),
         ({"type": 7, "seq": 0, "time": 0, "data": {}}, "type must be a non-empty string"),
-        ({"type": "turn/start", "seq": -1, "time": 0, "data": {}}, "seq -1 is not a non-negative safe integer"),
+        (
+            {"type": "turn/start", "seq": -1, "time": 0, "data": {}},
+            "seq -1 is not a non-negative safe integer",
+        ),
         ({"type": "turn/start", "seq": 0.0, "time": 0, "data": {}}, "seq 0.0 is not"),
         ({"type": "turn/start", "seq": True, "time": 0, "data": {}}, "seq True is not"),
         ({"type": "turn/start", "seq": 2**53, "time": 0, "data": {}}, "is not a non-negative safe integer"),
@@ -237,9 +249,23 @@ def test_envelope_rules(raw, message):
 
 
 def test_envelope_keys_are_read_in_any_order_and_written_in_reference_order(log_builder):
-    raw = {"surfaceOp": "append", "sourceEventSeqs": [0], "data": {"x": 1}, "time": 5, "seq": 1, "type": "tool/result"}
+    raw = {
+        "surfaceOp": "append",
+        "sourceEventSeqs": [0],
+        "data": {"x": 1},
+        "time": 5,
+        "seq": 1,
+        "type": "tool/result",
+    }
     event = event_from_json(raw)
-    assert list(json.loads(event.to_line())) == ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"]
+    assert list(json.loads(event.to_line())) == [
+        "type",
+        "seq",
+        "time",
+        "data",
+        "sourceEventSeqs",
+        "surfaceOp",
+    ]
     assert event.to_line() == (
         '{"type":"tool/result","seq":1,"time":5,"data":{"x":1},"sourceEventSeqs":[0],"surfaceOp":"append"}'
     )
@@ -267,7 +293,10 @@ def test_legacy_vocabulary_is_rejected_on_append_and_on_load(log_builder):
 
 def test_unknown_event_types_are_kept(log_builder):
     events = log_builder.events(
-        [log_builder.raw("approval/asked", 0, {"id": "a", "toolName": "bash"}), log_builder.raw("todo/write", 1)]
+        [
+            log_builder.raw("approval/asked", 0, {"id": "a", "toolName": "bash"}),
+            log_builder.raw("todo/write", 1),
+        ]
     )
     session = new_session(events)
     assert [e.type for e in session.events] == ["approval/asked", "todo/write"]
@@ -327,5 +356,12 @@ def test_header_validation(change, message):
 def test_header_line_always_writes_delegation_depth():
     header = header_from_json({"type": "session", "version": 0, "id": "s", "createdAt": 7, "cwd": "/w"})
     assert header.delegation_depth is None
-    assert header.to_json() == {"type": "session", "version": 0, "id": "s", "createdAt": 7, "cwd": "/w", "delegationDepth": 0}
+    assert header.to_json() == {
+        "type": "session",
+        "version": 0,
+        "id": "s",
+        "createdAt": 7,
+        "cwd": "/w",
+        "delegationDepth": 0,
+    }
     assert isinstance(Event(type="x", seq=0, time=0, data={}), Event)

@@ -18,11 +18,15 @@ OUTCOME_UNKNOWN = (
     "or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry "
     "blindly."
 )
-NOT_STARTED = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
+NOT_STARTED = (
+    "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
+)
 
 
 def turn_start(L, seq, turn=1, time=0):
-    return L.raw("turn/start", seq, {"turn": turn, "trigger": {"kind": "message", "source": L.USER}}, time=time)
+    return L.raw(
+        "turn/start", seq, {"turn": turn, "trigger": {"kind": "message", "source": L.USER}}, time=time
+    )
 
 
 def turn_end(L, seq, turn=1, kind="completed"):
@@ -133,7 +137,12 @@ def test_pending_calls_are_closed_in_block_order_and_answered_ones_are_skipped(l
 
 def test_calls_from_earlier_turns_or_closed_steps_are_ignored(log_builder):
     L = log_builder
-    earlier_turn = [turn_start(L, 0), step(L, "step/start", 1), calling(L, 2, "old"), turn_end(L, 3, kind="aborted")]
+    earlier_turn = [
+        turn_start(L, 0),
+        step(L, "step/start", 1),
+        calling(L, 2, "old"),
+        turn_end(L, 3, kind="aborted"),
+    ]
     raws = [*earlier_turn, turn_start(L, 4, turn=2)]
     assert [c["type"] for c in closers_for(raws)] == ["turn/end"]
 
@@ -156,7 +165,13 @@ def test_a_stray_tool_call_gets_no_result(log_builder):
 
 def test_closers_continue_the_log_as_a_valid_surface(log_builder):
     L = log_builder
-    raws = [turn_start(L, 0), L.user(1), step(L, "step/start", 2), calling(L, 3, "a", "b"), tool_call(L, 4, "a")]
+    raws = [
+        turn_start(L, 0),
+        L.user(1),
+        step(L, "step/start", 2),
+        calling(L, 3, "a", "b"),
+        tool_call(L, 4, "a"),
+    ]
     session = Session(SessionHeader(id="s", created_at=0), [event_from_json(r) for r in raws])
     for closer in closers_for(raws):
         session.append_raw(closer)
@@ -169,12 +184,22 @@ def test_closers_continue_the_log_as_a_valid_surface(log_builder):
 
 
 def _store_log(host, session_id, raws):
-    host.store.append(SessionHeader(id=session_id, created_at=1, cwd="/w"), [event_from_json(r) for r in raws])
+    host.store.append(
+        SessionHeader(id=session_id, created_at=1, cwd="/w"), [event_from_json(r) for r in raws]
+    )
 
 
-async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(host, log_builder, tmp_path):
+async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(
+    host, log_builder, tmp_path
+):
     L = log_builder
-    raws = [turn_start(L, 0), L.user(1, "go"), step(L, "step/start", 2), calling(L, 3, "a"), tool_call(L, 4, "a")]
+    raws = [
+        turn_start(L, 0),
+        L.user(1, "go"),
+        step(L, "step/start", 2),
+        calling(L, 3, "a"),
+        tool_call(L, 4, "a"),
+    ]
     _store_log(host, "crashed", raws)
     _, committed = host.store.read_lines("crashed")
 
@@ -189,7 +214,9 @@ async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_e
 
     # A later host resumes the now balanced log without adding anything.
     await host.sessions.close()
-    with Host.start(load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as again:
+    with Host.start(
+        load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)
+    ) as again:
         resumed = await again.sessions.resume("crashed")
         assert resumed.seq == 8
         assert again.store.read_lines("crashed")[1] == lines

@@ -49,7 +49,11 @@ def fresh_id(prefix: str = "s") -> str:
 def run_turn(session: Session, turn: int, *, chunks: int = 3, tool: bool = True) -> None:
     """Append a canonical turn (spec 1.6) to a live session."""
     session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    session.append("user/message", {"content": [{"type": "text", "text": f"prompt {turn}"}], "source": USER}, surface_op="append")
+    session.append(
+        "user/message",
+        {"content": [{"type": "text", "text": f"prompt {turn}"}], "source": USER},
+        surface_op="append",
+    )
     session.append("step/start", {"turn": turn, "step": 1})
     session.append("request/header", {"header": {"config": PROVENANCE}, "reason": "initial"})
     chunk_seqs = []
@@ -67,11 +71,18 @@ def run_turn(session: Session, turn: int, *, chunks: int = 3, tool: bool = True)
     )
     if tool:
         call = session.append(
-            "tool/call", {"turn": turn, "step": 1, "callId": f"call-{turn}", "name": "read", "arguments": "{}"}
+            "tool/call",
+            {"turn": turn, "step": 1, "callId": f"call-{turn}", "name": "read", "arguments": "{}"},
         )
         session.append(
             "tool/result",
-            {"turn": turn, "step": 1, "callId": f"call-{turn}", "content": [{"type": "text", "text": "file"}], "isError": False},
+            {
+                "turn": turn,
+                "step": 1,
+                "callId": f"call-{turn}",
+                "content": [{"type": "text", "text": "file"}],
+                "isError": False,
+            },
             surface_op="append",
             sources=[call.seq],
         )
@@ -91,7 +102,9 @@ def surface_seqs(store: SqliteSessionStore, session_id: str) -> list[int]:
 
 
 def test_round_trip(store):
-    header = SessionHeader(id="round", created_at=1_700_000_000_123, cwd="/home/me/project", delegation_depth=0)
+    header = SessionHeader(
+        id="round", created_at=1_700_000_000_123, cwd="/home/me/project", delegation_depth=0
+    )
     session = Session(header)
     run_turn(session, 1)
     store.append(header, session.events)
@@ -127,10 +140,14 @@ def test_a_session_with_no_events_is_not_stored(store):
 
 
 def test_header_fields_round_trip(store, log_builder):
-    store.append(SessionHeader(id="plain", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
+    store.append(
+        SessionHeader(id="plain", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
+    )
     # The header is kept as its JSONL line, which always carries delegationDepth (0 when absent).
     assert store.read_header("plain") == SessionHeader(id="plain", created_at=0, delegation_depth=0)
-    header = SessionHeader(id="child", created_at=12.5, cwd=None, parent_session="parent", seed_length=3, delegation_depth=2)
+    header = SessionHeader(
+        id="child", created_at=12.5, cwd=None, parent_session="parent", seed_length=3, delegation_depth=2
+    )
     store.append(header, log_builder.events([log_builder.raw("turn/start", 0)]))
     assert store.read_header("child") == header
     assert store.read_surface("child").header == header
@@ -184,13 +201,18 @@ def test_directory_is_0700_and_database_files_0600(tmp_path, log_builder):
     data_dir = tmp_path / "deep" / "dsh"
     store = SqliteSessionStore.open(data_dir / "sessions.sqlite3")
     try:
-        store.append(SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
+        store.append(
+            SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
+        )
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
         files = sorted(p.name for p in data_dir.iterdir())
         assert "sessions.sqlite3" in files
         for name in files:
             assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name
-        assert sqlite3.connect(data_dir / "sessions.sqlite3").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert (
+            sqlite3.connect(data_dir / "sessions.sqlite3").execute("PRAGMA journal_mode").fetchone()[0]
+            == "wal"
+        )
     finally:
         store.close()
 
@@ -198,7 +220,9 @@ def test_directory_is_0700_and_database_files_0600(tmp_path, log_builder):
 def test_the_host_keeps_its_store_under_dsh_home(tmp_path, log_builder):
     home = tmp_path / "home"
     with Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as host:
-        host.store.append(SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
+        host.store.append(
+            SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
+        )
         assert host.store.path == home / "sessions.sqlite3"
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
 
@@ -207,13 +231,17 @@ def test_the_host_keeps_its_store_under_dsh_home(tmp_path, log_builder):
 
 
 def _title(L, seq, title, time=0):
-    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=time)
+    return L.raw(
+        "session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=time
+    )
 
 
 def test_list_sessions_newest_first_ties_by_id_with_latest_titles(store, log_builder):
     L = log_builder
     for sid, created in [("old", 1), ("b", 7), ("B", 7), ("a", 7), ("é", 7), ("new", 9), ("mid", 5.5)]:
-        store.append(SessionHeader(id=sid, created_at=created, cwd=f"/w/{sid}"), L.events([L.raw("turn/start", 0)]))
+        store.append(
+            SessionHeader(id=sid, created_at=created, cwd=f"/w/{sid}"), L.events([L.raw("turn/start", 0)])
+        )
     store.append(SessionHeader(id="b", created_at=7), [event_from_json(_title(L, 1, "first title", 10))])
     store.append(
         SessionHeader(id="b", created_at=7),
@@ -224,7 +252,15 @@ def test_list_sessions_newest_first_ties_by_id_with_latest_titles(store, log_bui
     rows = store.list_sessions()
     assert [r.id for r in rows] == ["new", "B", "a", "b", "é", "mid", "old"]  # code-point order on ties
     titles = {r.id: r.title for r in rows}
-    assert titles == {"new": "b", "B": None, "a": None, "b": "second title", "é": None, "mid": None, "old": None}
+    assert titles == {
+        "new": "b",
+        "B": None,
+        "a": None,
+        "b": "second title",
+        "é": None,
+        "mid": None,
+        "old": None,
+    }
     assert rows[1].cwd == "/w/B" and rows[1].created_at == 7
     title = store.read_title("b")
     assert (title.title, title.event_seq, title.updated_at) == ("second title", 3, 20)
@@ -233,7 +269,9 @@ def test_list_sessions_newest_first_ties_by_id_with_latest_titles(store, log_bui
 
 def test_listing_reads_no_log(store, log_builder):
     L = log_builder
-    store.append(SessionHeader(id="s", created_at=0), L.events([L.raw("turn/start", 0), _title(L, 1, "kept")]))
+    store.append(
+        SessionHeader(id="s", created_at=0), L.events([L.raw("turn/start", 0), _title(L, 1, "kept")])
+    )
     statements: list[str] = []
     conn = store._connection()
     conn.set_trace_callback(statements.append)
@@ -310,7 +348,13 @@ def test_read_surface_survives_corrupt_log_only_and_shadowed_rows(store, log_bui
 
 
 def test_unknown_session_is_not_found(store):
-    for read in (store.read_surface, store.read_lines, store.read_events, store.read_header, store.read_title):
+    for read in (
+        store.read_surface,
+        store.read_lines,
+        store.read_events,
+        store.read_header,
+        store.read_title,
+    ):
         with pytest.raises(SessionNotFound) as info:
             read("ghost")
         assert str(info.value) == 'session "ghost" not found'
@@ -384,7 +428,11 @@ def test_a_bad_first_batch_writes_nothing(store, log_builder, seqs, message):
 
 @pytest.mark.parametrize(
     ("seqs", "message"),
-    [([3, 3], "not contiguous"), ([3, 4, 6], "not contiguous"), ([2, 3], "batch starts at seq 2, store expects 3")],
+    [
+        ([3, 3], "not contiguous"),
+        ([3, 4, 6], "not contiguous"),
+        ([2, 3], "batch starts at seq 2, store expects 3"),
+    ],
 )
 def test_a_bad_later_batch_writes_nothing(store, log_builder, seqs, message):
     L = log_builder
@@ -510,7 +558,12 @@ def test_awkward_session_ids_round_trip_and_never_reach_a_path(tmp_path, log_bui
             store.read_surface("\ud801")
     finally:
         store.close()
-    assert {p.name for p in tmp_path.rglob("*")} <= {"data", "sessions.sqlite3", "sessions.sqlite3-wal", "sessions.sqlite3-shm"}
+    assert {p.name for p in tmp_path.rglob("*")} <= {
+        "data",
+        "sessions.sqlite3",
+        "sessions.sqlite3-wal",
+        "sessions.sqlite3-shm",
+    }
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

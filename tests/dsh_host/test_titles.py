@@ -57,7 +57,10 @@ def test_normalize_caps_bytes_without_splitting_a_code_point():
         (("你好世界", 5, 7), "你好"),
         (("  lots   of\n\nspace  here ", 2, 80), "lots of"),
         (("one two three four five six seven",), "one two three four five"),
-        (("Perform one side-effecting remote mutation and report",), "Perform one side-effecting remote mutati"),
+        (
+            ("Perform one side-effecting remote mutation and report",),
+            "Perform one side-effecting remote mutati",
+        ),
         (("😀", 5, 1), ""),
     ],
 )
@@ -89,7 +92,9 @@ def _event(L, raw):
 def test_only_direct_human_text_is_eligible(log_builder):
     L = log_builder
     assert eligible_title_text(_event(L, L.user(0, "  hello "))) == "  hello "
-    plugin = L.raw("user/message", 0, L.user_data("from a plugin", {"kind": "plugin", "plugin": "x"}), op="append")
+    plugin = L.raw(
+        "user/message", 0, L.user_data("from a plugin", {"kind": "plugin", "plugin": "x"}), op="append"
+    )
     assert eligible_title_text(_event(L, plugin)) is None
     reasoning = L.raw(
         "user/message", 0, {"content": [{"type": "reasoning", "text": "why"}], "source": L.USER}, op="append"
@@ -100,14 +105,20 @@ def test_only_direct_human_text_is_eligible(log_builder):
     assert eligible_title_text(_event(L, context)) is None
     steering = L.raw("steering/message", 0, {**L.user_data("steer"), "turn": 1}, op="append")
     assert eligible_title_text(_event(L, steering)) is None
-    two_blocks = L.raw("user/message", 0, {"content": [L.text("a"), L.text("b")], "source": L.USER}, op="append")
+    two_blocks = L.raw(
+        "user/message", 0, {"content": [L.text("a"), L.text("b")], "source": L.USER}, op="append"
+    )
     assert eligible_title_text(_event(L, two_blocks)) == "a\nb"
 
 
 def test_an_envelope_prompt_is_titled_from_its_display_content(log_builder):
     L = log_builder
     data = {
-        "content": [L.text("<snapshot>secret context</snapshot>"), L.text("\n\n## My request:\n"), L.text("real ask")],
+        "content": [
+            L.text("<snapshot>secret context</snapshot>"),
+            L.text("\n\n## My request:\n"),
+            L.text("real ask"),
+        ],
         "source": L.USER,
         "envelope": {"displayContent": [L.text("real ask")], "prefixContexts": []},
     }
@@ -121,8 +132,18 @@ def test_the_latest_title_event_wins(log_builder):
     L = log_builder
     events = L.events(
         [
-            L.raw("session/title", 0, {"title": "first", "messageSeqs": [], "source": {"kind": "fallback"}}, time=3),
-            L.raw("session/title", 1, {"title": "second", "messageSeqs": [7], "source": {"kind": "fallback"}}, time=4),
+            L.raw(
+                "session/title",
+                0,
+                {"title": "first", "messageSeqs": [], "source": {"kind": "fallback"}},
+                time=3,
+            ),
+            L.raw(
+                "session/title",
+                1,
+                {"title": "second", "messageSeqs": [7], "source": {"kind": "fallback"}},
+                time=4,
+            ),
             L.chunk(2),
         ]
     )
@@ -142,7 +163,9 @@ async def test_the_first_eligible_prompt_titles_the_session_once(log_builder):
     session = Session(SessionHeader(id="s", created_at=0))
     session.subscribe(title_listener)
     session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
-    session.append("user/message", L.user_data("  Build\nlog-backed session titles please  "), surface_op="append")
+    session.append(
+        "user/message", L.user_data("  Build\nlog-backed session titles please  "), surface_op="append"
+    )
     await asyncio.sleep(0)  # the title is written from the event loop, never on the prompt path
     title = session.events[2]
     assert title.type == "session/title"
@@ -162,7 +185,11 @@ async def test_ineligible_prompts_give_no_title_and_a_later_one_does(log_builder
     session = Session(SessionHeader(id="s", created_at=0))
     session.subscribe(title_listener)
     session.append("user/message", L.user_data("x", {"kind": "plugin", "plugin": "p"}), surface_op="append")
-    session.append("user/message", {"content": [{"type": "reasoning", "text": "r"}], "source": L.USER}, surface_op="append")
+    session.append(
+        "user/message",
+        {"content": [{"type": "reasoning", "text": "r"}], "source": L.USER},
+        surface_op="append",
+    )
     session.append("user/message", L.user_data("   "), surface_op="append")
     await asyncio.sleep(0)
     assert latest_title(session.events) is None
