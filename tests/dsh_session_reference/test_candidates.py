@@ -1,0 +1,296 @@
+"""`SessionReferenceService.list_candidates`: the spec's D1a-D1d, title matching, errors.
+
+Our service matches the query against the id, the cwd and the latest title (the reference
+matched id and cwd only), and labels a candidate with its latest title when it has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_host.config import load_config
+from dsh_host.host import Host
+from dsh_host.query import SessionRecord
+from dsh_host.session.events import SessionHeader
+from dsh_host.session.session import Session
+from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
+
+# id, cwd, createdAt, titles (oldest first)
+D1_SESSIONS: list[tuple[str, str | None, int, tuple[str, ...]]] = [
+    ("target", "/same", 10, ()),
+    ("other", "/else", 40, ()),
+    ("none", None, 30, ()),
+    ("same", "/same", 20, ()),
+    ("same-later", "/same", 25, ("Older title", "Latest title")),
+]
+D1A_EXPECTED = [
+    {"sessionId": "same-later", "label": "Latest title", "cwd": "/same", "createdAt": 25},
+    {"sessionId": "same", "label": "same", "cwd": "/same", "createdAt": 20},
+    {"sessionId": "none", "label": "none", "createdAt": 30},
+    {"sessionId": "other", "label": "other", "cwd": "/else", "createdAt": 40},
+]
+
+
+def start_host(home: Path, **table: Any) -> Host:
+    explicit = None
+    if table:
+        explicit = home / "dsh.toml"
+        explicit.write_text(
+            "[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
+        )
+    env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
+    return Host.start(load_config(explicit, env=env, cwd=home))
+
+
+@pytest.fixture
+def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
+    hosts: list[Host] = []
+
+    def make(**table: Any) -> Host:
+        hosts.append(start_host(tmp_path, **table))
+        return hosts[-1]
+
+    yield make
+    for host in hosts:
+        host.close()
+
+
+def add_sessions(
+    host: Host, where: str, sessions: list[tuple[str, str | None, int, tuple[str, ...]]]
+) -> None:
+    """Create the sessions live, or write them to the store only."""
+    for session_id, cwd, created_at, titles in sessions:
+        if where == "live":
+            session = host.sessions.create(cwd, session_id, created_at=created_at)
+        else:
+            session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd))
+        for title in titles:
+            session.append("session/title", {"title": title, "messageSeqs": [], "source": {"kind": "user"}})
+        if where == "store":
+            if session.seq:
+                host.store.append(session.header, list(session.events))
+            else:
+                host.store.import_log(session.header, [])
+
+
+async def target_of(host: Host, where: str, session_id: str = "target") -> Any:
+    if where == "live":
+        return host.sessions.get(session_id)
+    return await host.services.session_query.read_header(session_id)
+
+
+def as_json(candidates: list[Any]) -> list[dict[str, Any]]:
+    return [candidate.to_json() for candidate in candidates]
+
+
+@pytest.mark.parametrize("where", ["live", "store"])
+async def test_d1a_ranking_same_cwd_then_no_cwd_then_others(make_host, where: str) -> None:
+    host = make_host()
+    add_sessions(host, where, D1_SESSIONS)
+    target = await target_of(host, where)
+
+    found = await host.services.session_references.list_candidates(target)
+
+    assert as_json(found) == D1A_EXPECTED
+    assert [list(c) for c in as_json(found)] == [
+        ["sessionId", "label", "cwd", "createdAt"],
+        ["sessionId", "label", "cwd", "createdAt"],
+        ["sessionId", "label", "createdAt"],
+        ["sessionId", "label", "cwd", "createdAt"],
+    ]
+    assert [(c.session_id, c.label, c.cwd, c.created_at) for c in found][2] == ("none", "none", None, 30)
+
+
+@pytest.mark.parametrize("where", ["live", "store"])
+async def test_d1b_query_matches_cwd_and_limit_cuts(make_host, where: str) -> None:
+    host = make_host()
+    add_sessions(host, where, D1_SESSIONS)
+    target = await target_of(host, where)
+    service = host.services.session_references
+
+    assert as_json(await service.list_candidates(target, "els", 1)) == [
+        {"sessionId": "other", "label": "other", "cwd": "/else", "createdAt": 40}
+    ]
+    assert as_json(await service.list_candidates(target, "ELS", limit=5)) == [D1A_EXPECTED[3]]
+    assert [c.session_id for c in await service.list_candidates(target, "same")] == ["same-later", "same"]
+    assert [c.session_id for c in await service.list_candidates(target, "", 2)] == ["same-later", "same"]
+    assert await service.list_candidates(target, "nothing matches this") == []
+
+
+@pytest.mark.parametrize("where", ["live", "store"])
+async def test_query_matches_the_latest_title_only(make_host, where: str) -> None:
+    host = make_host()
+    add_sessions(host, where, D1_SESSIONS)
+    target = await target_of(host, where)
+    service = host.services.session_references
+
+    assert as_json(await service.list_candidates(target, "latest")) == [D1A_EXPECTED[0]]
+    assert as_json(await service.list_candidates(target, "LATEST TI")) == [D1A_EXPECTED[0]]
+    # Only the latest title counts.
+    assert await service.list_candidates(target, "older") == []
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True, "1", 2**53])
+async def test_d1c_invalid_limit(make_host, limit: Any) -> None:
+    host = make_host()
+    add_sessions(host, "live", D1_SESSIONS)
+    with pytest.raises(SessionReferenceError) as info:
+        await host.services.session_references.list_candidates(host.sessions.get("target"), "", limit)
+    assert info.value.code == ErrorCode.INVALID_REFERENCE
+    assert str(info.value) == "candidate limit must be a positive safe integer"
+
+
+async def test_limit_none_means_the_configured_default(make_host) -> None:
+    host = make_host(candidate_limit=2)
+    add_sessions(host, "live", D1_SESSIONS)
+    service = host.services.session_references
+    target = host.sessions.get("target")
+    assert [c.session_id for c in await service.list_candidates(target)] == ["same-later", "same"]
+    assert [c.session_id for c in await service.list_candidates(target, "", None)] == ["same-later", "same"]
+    assert len(await service.list_candidates(target, "", 10)) == 4
+
+
+async def test_target_without_cwd_puts_cwdless_sessions_first(make_host) -> None:
+    host = make_host()
+    add_sessions(
+        host,
+        "store",
+        [
+            *D1_SESSIONS,
+            ("target-nowhere", None, 5, ()),
+            ("none-older", None, 1, ()),
+            ("b-tie", "/tie", 40, ()),
+        ],
+    )
+    target = await target_of(host, "store", "target-nowhere")
+    found = await host.services.session_references.list_candidates(target)
+    # Cwd-less first, then every other session; newest first (ties by id) within each group.
+    assert [c.session_id for c in found] == [
+        "none",
+        "none-older",
+        "b-tie",
+        "other",
+        "same-later",
+        "same",
+        "target",
+    ]
+
+
+class HangingQuery:
+    """A query whose `list_sessions` waits until released, then fails."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.release = asyncio.Event()
+        self.finished = asyncio.Event()
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        self.calls += 1
+        try:
+            await self.release.wait()
+            raise RuntimeError("listing failed after all")
+        finally:
+            self.finished.set()
+
+
+@pytest.fixture
+async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    yield errors
+    loop.set_exception_handler(previous)
+
+
+def cancel_signal(reason: str, *, set_: bool = False) -> asyncio.Event:
+    event = asyncio.Event()
+    event.reason = reason  # type: ignore[attr-defined]
+    if set_:
+        event.set()
+    return event
+
+
+TARGET = SessionHeader(id="target", created_at=0, cwd="/same")
+
+
+async def test_d1d_cancel_wins_over_a_listing_that_never_settles(loop_errors: list[dict[str, Any]]) -> None:
+    query = HangingQuery()
+    service = SessionReferenceService(query)
+    cancel = cancel_signal("autocomplete superseded")
+    task = asyncio.ensure_future(service.list_candidates(TARGET, "x", None, cancel))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert query.calls == 1 and not task.done()
+
+    cancel.set()
+    for _ in range(50):
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    assert task.done() and not query.release.is_set()
+    with pytest.raises(SessionReferenceError) as info:
+        await task
+    assert info.value.code == ErrorCode.CANCELLED
+    assert info.value.cause == "autocomplete superseded"
+
+    query.release.set()
+    await query.finished.wait()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    gc.collect()
+    assert loop_errors == []
+
+
+async def test_already_cancelled_lists_nothing_but_limit_is_checked_first() -> None:
+    query = HangingQuery()
+    service = SessionReferenceService(query)
+    done = cancel_signal("host cancelled", set_=True)
+    with pytest.raises(SessionReferenceError) as info:
+        await service.list_candidates(TARGET, "", None, done)
+    assert info.value.code == ErrorCode.CANCELLED
+    with pytest.raises(SessionReferenceError) as info:
+        await service.list_candidates(TARGET, "", 0, done)
+    assert info.value.code == ErrorCode.INVALID_REFERENCE
+    assert query.calls == 0
+
+
+class FailingQuery:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        raise self.error
+
+
+@pytest.mark.parametrize("with_signal", [False, True])
+async def test_listing_errors_propagate_unwrapped(with_signal: bool) -> None:
+    error = OSError("database is locked")
+    service = SessionReferenceService(FailingQuery(error))
+    with pytest.raises(OSError) as info:
+        await service.list_candidates(TARGET, "", None, cancel_signal("unused") if with_signal else None)
+    assert info.value is error
+
+
+async def test_candidates_never_include_the_target_and_accept_any_target_shape(make_host) -> None:
+    host = make_host()
+    add_sessions(host, "live", D1_SESSIONS)
+    service = host.services.session_references
+    session = host.sessions.get("target")
+    for target in (session, session.header, await host.services.session_query.read_header("target")):
+        found = await service.list_candidates(target, "target")
+        assert found == []
+        assert as_json(await service.list_candidates(target)) == D1A_EXPECTED
+
+
+async def test_label_is_the_title_even_when_empty(make_host) -> None:
+    host = make_host()
+    add_sessions(host, "live", [("target", "/t", 1, ()), ("blank", "/t", 2, ("",))])
+    [candidate] = await host.services.session_references.list_candidates(host.sessions.get("target"))
+    assert (candidate.session_id, candidate.label) == ("blank", "")
