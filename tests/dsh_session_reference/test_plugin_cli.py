@@ -1,0 +1,382 @@
+"""The session-reference plugin's configuration, and the `dsh ref` commands through `dsh`'s entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_host.cli.main import main
+from dsh_host.config import load_config
+from dsh_host.host import Host
+from dsh_host.session.events import SessionHeader
+from dsh_host.session.session import Session
+from dsh_session_reference import SessionReferenceService, format_mention, parse_text
+
+SOURCE_URI = "dsh-session:InNvdXJjZSI"
+USER = {"kind": "user"}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A hermetic `dsh` environment: data under tmp, an empty config file, session-reference mounted."""
+    config = tmp_path / "empty.toml"
+    config.write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("DSH_CONFIG", str(config))
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "session-reference")
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dsh: error: ")
+    return lines[0]
+
+
+def start_host(home: Path, **table: Any) -> Host:
+    explicit = None
+    if table:
+        explicit = home / "table.toml"
+        explicit.write_text(
+            "[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
+        )
+    env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
+    return Host.start(load_config(explicit, env=env, cwd=home))
+
+
+def seed(home: Path) -> None:
+    """target (/work), source (/work, titled, two messages), other (/elsewhere)."""
+    host = start_host(home)
+    try:
+        for session_id, cwd, created_at in (
+            ("target", "/work", 1),
+            ("source", "/work", 2),
+            ("other", "/elsewhere", 3),
+        ):
+            session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd))
+            if session_id == "source":
+                session.append(
+                    "user/message",
+                    {"content": [{"type": "text", "text": "what is <x>?"}], "source": USER},
+                    surface_op="append",
+                )
+                session.append(
+                    "assistant/message",
+                    {
+                        "turn": 1,
+                        "step": 1,
+                        "content": [{"type": "text", "text": "x is y"}],
+                        "provenance": {"provider": "p", "model": "m"},
+                    },
+                    surface_op="append",
+                )
+                session.append(
+                    "session/title",
+                    {"title": "Source chat", "messageSeqs": [0], "source": {"kind": "fallback"}},
+                )
+            if session.seq:
+                host.store.append(session.header, list(session.events))
+            else:
+                host.store.import_log(session.header, [])
+    finally:
+        host.close()
+
+
+def prepare_directly(home: Path, target_id: str, text: str) -> dict[str, Any]:
+    host = start_host(home)
+    try:
+        service: SessionReferenceService = host.services.session_references
+
+        async def go() -> dict[str, Any]:
+            target = await host.services.session_query.read_header(target_id)
+            parsed = parse_text(text)
+            prepared = await service.prepare(
+                target, [{"type": "text", "text": parsed.text}], parsed.references
+            )
+            return prepared.to_json()
+
+        return asyncio.run(go())
+    finally:
+        host.close()
+
+
+# --- [plugins.session-reference] -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "shown"),
+    [
+        ("max_references = 4", "max_references", "4"),
+        ("max_references = 0", "max_references", "0"),
+        ("max_references = true", "max_references", "true"),
+        ("max_references = 1.5", "max_references", "1.5"),
+        ("candidate_limit = 0", "candidate_limit", "0"),
+        ('candidate_limit = "7"', "candidate_limit", '"7"'),
+        ("max_reference_bytes = 1.5", "max_reference_bytes", "1.5"),
+        ("max_reference_bytes = -3", "max_reference_bytes", "-3"),
+        ("max_reference_bytes = 9007199254740992", "max_reference_bytes", "9007199254740992"),
+        ("unknown_key = 1", "unknown_key", "unknown key"),
+    ],
+)
+def test_invalid_plugin_table_names_table_key_and_value(
+    home: Path, capsys: pytest.CaptureFixture[str], line: str, key: str, shown: str
+) -> None:
+    config = home / "bad.toml"
+    config.write_text(f"[plugins.session-reference]\n{line}\n")
+    code, out, err = run(capsys, "--config", str(config), "plugins")
+    assert code == 2
+    assert out == ""
+    message = one_error_line(err)
+    assert "plugins.session-reference" in message
+    assert key in message
+    assert message.endswith(f"got {shown}") or shown in message
+
+
+def test_valid_plugin_table_reaches_the_service(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host = start_host(home, max_references=2, candidate_limit=7, max_reference_bytes=1234)
+    try:
+        service = host.services.session_references
+        assert isinstance(service, SessionReferenceService)
+        assert (service.max_references, service.candidate_limit, service.max_reference_bytes) == (2, 7, 1234)
+        assert host.services.owner_of("session_references") == "session-reference"
+    finally:
+        host.close()
+    defaults = start_host(home)
+    try:
+        service = defaults.services.session_references
+        assert (service.max_references, service.candidate_limit, service.max_reference_bytes) == (
+            3,
+            50,
+            65536,
+        )
+    finally:
+        defaults.close()
+
+    config = home / "good.toml"
+    config.write_text("[plugins.session-reference]\nmax_references = 3\ncandidate_limit = 1\n")
+    code, out, err = run(capsys, "--config", str(config), "plugins", "--json")
+    assert (code, err) == (0, "")
+    assert "session-reference" in json.loads(out)["mounted"]
+
+
+def test_unmounting_removes_the_service(home: Path) -> None:
+    host = start_host(home)
+    host.close()
+    assert host.services.get("session_references") is None
+
+
+# --- dsh ref uri / mention / parse ---------------------------------------------------------------
+
+
+def test_ref_uri(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "ref", "uri", "source") == (0, SOURCE_URI + "\n", "")
+    assert run(capsys, "ref", "uri", "") == (0, "dsh-session:IiI\n", "")
+    weird = 'unicode/引号"/slash\\/line\n'
+    assert run(capsys, "ref", "uri", weird) == (
+        0,
+        "dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i\n",
+        "",
+    )
+
+
+def test_ref_mention(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "ref", "mention", "source") == (0, "@[source](dsh-session:InNvdXJjZSI)\n", "")
+    assert run(capsys, "ref", "mention", "source-session", "--label", "Source session") == (
+        0,
+        "@[Source session](dsh-session:InNvdXJjZS1zZXNzaW9uIg)\n",
+        "",
+    )
+    assert run(capsys, "ref", "mention", "a]b\\c") == (0, "@[a\\]b\\\\c](dsh-session:ImFdYlxcYyI)\n", "")
+
+
+def test_ref_parse_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = f"compare {format_mention('source', '源]会话')} and {SOURCE_URI}."
+    code, out, err = run(capsys, "ref", "parse", text, "--json")
+    assert (code, err) == (0, "")
+    assert out.endswith("\n") and out.count("\n") == 1
+    assert json.loads(out) == {
+        "text": "compare @源]会话 and @source.",
+        "references": [
+            {"sessionId": "source", "label": "源]会话"},
+            {"sessionId": "source", "label": "source"},
+        ],
+    }
+
+
+def test_ref_parse_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "ref", "parse", "see @[Src](dsh-session:InNvdXJjZSI) now")
+    assert (code, err) == (0, "")
+    assert out == 'see @Src now\n- "source" as "Src"\n'
+    assert run(capsys, "ref", "parse", "what is a dsh-session: URI?") == (
+        0,
+        "what is a dsh-session: URI?\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize("text", ["see dsh-session:IiJ", "@[bad](dsh-session:%%%)", "dsh-session:abc"])
+def test_ref_parse_invalid_mention_fails_with_the_code(
+    home: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    code, out, err = run(capsys, "ref", "parse", text, "--json")
+    assert code == 1
+    assert out == ""
+    message = one_error_line(err)
+    assert message.startswith("dsh: error: invalid session reference URI ")
+    assert message.endswith("(SESSION_REFERENCE_INVALID_REFERENCE)")
+
+
+def test_ref_parse_error_shows_the_cause(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "ref", "parse", "use dsh-session:IiJ")
+    assert code == 1
+    assert err == (
+        'dsh: error: invalid session reference URI "dsh-session:IiJ": URI is not canonical '
+        "(SESSION_REFERENCE_INVALID_REFERENCE)\n"
+    )
+
+
+# --- dsh ref candidates / preview -----------------------------------------------------------------
+
+
+def test_ref_candidates_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    code, out, err = run(capsys, "ref", "candidates", "--target", "target", "--json")
+    assert (code, err) == (0, "")
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"sessionId": "source", "label": "Source chat", "cwd": "/work", "createdAt": 2},
+        {"sessionId": "other", "label": "other", "cwd": "/elsewhere", "createdAt": 3},
+    ]
+    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "chat", "--limit", "5", "--json")
+    assert code == 0
+    assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["source"]
+    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "--limit", "1", "--json")
+    assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["source"]
+    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "ELSEWHERE", "--json")
+    assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["other"]
+
+
+def test_ref_candidates_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    code, out, err = run(capsys, "ref", "candidates", "--target", "target")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].split() == ["source", "/work", "Source", "chat"]
+    assert lines[1].split() == ["other", "/elsewhere", "other"]
+
+
+def test_ref_candidates_errors(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    code, out, err = run(capsys, "ref", "candidates", "--target", "target", "--limit", "0")
+    assert (code, out) == (1, "")
+    assert one_error_line(err) == (
+        "dsh: error: candidate limit must be a positive safe integer (SESSION_REFERENCE_INVALID_REFERENCE)"
+    )
+    code, out, err = run(capsys, "ref", "candidates", "--target", "nobody")
+    assert (code, out) == (1, "")
+    assert 'session "nobody" not found' in one_error_line(err)
+
+
+def test_ref_preview_json_is_exactly_what_prepare_returns(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed(home)
+    text = f"compare {format_mention('source', 'Source chat')} with {format_mention('other')}"
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    assert (code, err) == (0, "")
+    expected = prepare_directly(home, "target", text)
+    assert out == json.dumps(expected, ensure_ascii=False) + "\n"
+    shown = json.loads(out)
+    assert shown["content"] == [{"type": "text", "text": "compare @Source chat with @other"}]
+    [context] = shown["contexts"]
+    assert context["placement"] == "prompt-prefix"
+    assert [r["label"] for r in context["meta"]["references"]] == ["Source chat", "other"]
+    assert "what is \\u003cx>?" in context["content"][0]["text"]
+
+
+def test_ref_preview_without_mentions_has_no_context(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", "just text", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"content": [{"type": "text", "text": "just text"}], "contexts": []}
+
+
+def test_ref_preview_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    text = f"use {format_mention('source')}"
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", text)
+    assert (code, err) == (0, "")
+    prompt = prepare_directly(home, "target", text)["contexts"][0]["content"][0]["text"]
+    assert out == (f"content: use @source\ncontext (prompt-prefix, source session-reference):\n{prompt}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "code_name", "needle"),
+    [
+        ("use dsh-session:IiJ", "SESSION_REFERENCE_INVALID_REFERENCE", "invalid session reference URI"),
+        (f"use {format_mention('missing')}", "SESSION_REFERENCE_READ_FAILED", 'session "missing" not found'),
+        (
+            f"use {format_mention('target')}",
+            "SESSION_REFERENCE_SELF_REFERENCE",
+            'session "target" cannot reference itself',
+        ),
+        (
+            " ".join(format_mention(s) for s in ("source", "other", "x", "y")),
+            "SESSION_REFERENCE_TOO_MANY",
+            "a message may reference at most 3 sessions",
+        ),
+    ],
+)
+def test_ref_preview_failures_print_one_error_with_the_code(
+    home: Path, capsys: pytest.CaptureFixture[str], text: str, code_name: str, needle: str
+) -> None:
+    seed(home)
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    assert (code, out) == (1, "")
+    message = one_error_line(err)
+    assert needle in message
+    assert message.endswith(f"({code_name})")
+
+
+def test_ref_preview_budget_failure(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(home)
+    config = home / "tiny.toml"
+    config.write_text("[plugins.session-reference]\nmax_reference_bytes = 16\n")
+    code, out, err = run(
+        capsys,
+        "--config",
+        str(config),
+        "ref",
+        "preview",
+        "--target",
+        "target",
+        f"use {format_mention('source')}",
+    )
+    assert (code, out) == (1, "")
+    assert one_error_line(err) == (
+        "dsh: error: referenced session snapshot cannot fit the configured byte budget "
+        "(SESSION_REFERENCE_BUDGET_EXCEEDED)"
+    )
+
+
+def test_ref_is_absent_without_the_plugin(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
+    code, out, err = run(capsys, "ref", "uri", "source")
+    assert code == 2
+    assert out == ""
+    assert one_error_line(err).startswith("dsh: error: ")
+    assert "ref" in err
