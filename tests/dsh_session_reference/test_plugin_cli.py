@@ -380,3 +380,32 @@ def test_ref_is_absent_without_the_plugin(
     assert out == ""
     assert one_error_line(err).startswith("dsh: error: ")
     assert "ref" in err
+
+
+def test_ref_preview_text_shows_source_controls_inert(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host = start_host(home)
+    try:
+        for session_id in ("target", "loud"):
+            session = Session(SessionHeader(id=session_id, created_at=0, cwd="/work"))
+            if session_id == "loud":
+                probe = "\x1b]2;owned\x07 \x9b31m red \x7f"
+                session.append(
+                    "user/message",
+                    {"content": [{"type": "text", "text": probe}], "source": USER},
+                    surface_op="append",
+                )
+                host.store.append(session.header, list(session.events))
+            else:
+                host.store.import_log(session.header, [])
+    finally:
+        host.close()
+    text = f"use {format_mention('loud')}"
+
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", text)
+    assert (code, err) == (0, "")
+    assert not any(ch in out for ch in "\x1b\x07\x9b\x7f")
+    assert "\\u001b]2;owned\\u0007 \\x9b31m red \\x7f" in out
+
+    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    assert (code, err) == (0, "")
+    assert out == json.dumps(prepare_directly(home, "target", text), ensure_ascii=False) + "\n"

@@ -43,7 +43,8 @@ def rank_candidates(
         matched.append(record)
     matched.sort(key=lambda r: _rank(r.cwd, target_cwd))
     return [
-        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at) for r in matched[:limit]
+        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at)
+        for r in matched[:limit]
     ]
 
 

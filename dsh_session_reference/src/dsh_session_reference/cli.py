@@ -6,9 +6,9 @@ import asyncio
 import json
 
 import click
+
 from dsh_host.errors import DshError
 from dsh_host.store.sqlite import SessionNotFound
-
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
 from dsh_session_reference.mentions import format_mention, parse_text
 from dsh_session_reference.uri import encode_uri
@@ -71,7 +71,8 @@ def parse(text: str, as_json: bool) -> None:
         return
     click.echo(parsed.text)
     for r in refs:
-        click.echo(f"- {json.dumps(r['sessionId'], ensure_ascii=False)} as {json.dumps(r['label'], ensure_ascii=False)}")
+        session_id, label = (json.dumps(r[key], ensure_ascii=False) for key in ("sessionId", "label"))
+        click.echo(f"- {session_id} as {label}")
 
 
 @ref.command()
@@ -99,7 +100,9 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
             from dsh_host.tui.terminal_text import display_inline_text
 
             cwd = display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)"
-            click.echo(f"{display_inline_text(candidate.session_id)}  {cwd}  {display_inline_text(candidate.label)}")
+            session_id = display_inline_text(candidate.session_id)
+            label = display_inline_text(candidate.label)
+            click.echo(f"{session_id}  {cwd}  {label}")
 
 
 @ref.command()
@@ -123,9 +126,12 @@ def preview(host, target_id: str, text: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(prepared.to_json(), ensure_ascii=False))
         return
+    # Source text is untrusted: control characters are shown inert (`\xNN`); --json is exact.
+    from dsh_host.tui.terminal_text import display_text
+
     for block in prepared.content:
-        click.echo(f"content: {block.get('text', '')}")
+        click.echo(f"content: {display_text(block.get('text', ''))}")
     for context in prepared.contexts:
         click.echo(f"context ({context['placement']}, source {context['source']['plugin']}):")
         for block in context["content"]:
-            click.echo(block.get("text", ""))
+            click.echo(display_text(block.get("text", "")))
