@@ -162,7 +162,7 @@ async def test_a_failing_file_search_still_offers_sessions(workspace, monkeypatc
     async def broken(query, cancel=None):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(completer._files, "search", broken)
+    monkeypatch.setattr(completer.files, "search", broken)
     assert [c.display_text for c in await complete(completer, "@sour")] == ["Session · source"]
 
 

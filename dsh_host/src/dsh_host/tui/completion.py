@@ -3,7 +3,9 @@
 An `@` token completes workspace files and, when the session-reference service is mounted and
 the token is not quoted, other sessions. Both lookups run as one asyncio task that is abandoned
 as soon as typing moves on: `supersede()` (wired to every edit) sets the cancel signal the
-candidate lookup was given, so a slow store never holds the menu on stale text.
+candidate lookup was given, so a slow store never holds the menu on stale text. prompt_toolkit
+runs one completion at a time and drops requests made meanwhile, so an abandoned request calls
+`on_abandoned` afterwards, for the editor to ask again about the text it holds now.
 """
 
 from __future__ import annotations
@@ -47,7 +49,11 @@ class SessionSource:
 
 
 class MentionCompleter(Completer):
-    """Completes `/commands` at the start of the input and `@` mentions anywhere."""
+    """Completes `/commands` at the start of the input and `@` mentions anywhere.
+
+    `files` is the workspace search in use; the chat replaces it when it moves to a session
+    in another directory.
+    """
 
     def __init__(
         self,
@@ -55,10 +61,12 @@ class MentionCompleter(Completer):
         *,
         commands: Callable[[], Iterable[tuple[str, str]]],
         sessions: SessionSource | None = None,
+        on_abandoned: Callable[[], None] | None = None,
     ) -> None:
-        self._files = files
+        self.files = files
         self._commands = commands
         self._sessions = sessions
+        self._on_abandoned = on_abandoned
         self._cancel: asyncio.Event | None = None
 
     def supersede(self) -> None:
@@ -77,7 +85,7 @@ class MentionCompleter(Completer):
         base = list(self._command_completions(document))
         token = active_at_token(document.text_before_cursor)
         if token is None:
-            self._files.invalidate()
+            self.files.invalidate()
             for completion in base:
                 yield completion
             return
@@ -91,6 +99,9 @@ class MentionCompleter(Completer):
             files, sessions = [], []
         if cancel.is_set():
             files, sessions = [], []
+            if self._on_abandoned is not None:
+                # Scheduled, not called: the editor accepts a new request only once this one returns.
+                asyncio.get_running_loop().call_soon(self._on_abandoned)
         for completion in (*files, *sessions, *base):
             yield completion
 
@@ -110,7 +121,7 @@ class MentionCompleter(Completer):
 
     async def _find_files(self, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
         try:
-            matches = await self._files.search(token.query, cancel)
+            matches = await self.files.search(token.query, cancel)
         except Exception:  # a failing search must not break the editor
             log.debug("file search failed for %r", token.query, exc_info=True)
             return []

@@ -1,0 +1,604 @@
+"""The chat application: a prompt_toolkit editor under a transcript printed into the scrollback.
+
+The bottom of the terminal holds the live part (the streaming reply, the editor, the completion
+menu, a status line); everything committed to the session log is printed above it once, with
+rich, through `run_in_terminal`, so the terminal's own scrollback keeps the conversation.
+
+Slash commands: `/help`, `/new`, `/sessions`, `/resume ID`, `/quit`, plus whatever mounted
+plugins register through `dsh_register_slash_commands` (compaction adds `/compact`). A handler
+gets this `ChatUI` (`host`, `session`, `agent`, `notice()`, `error()`, `print()`) and the
+argument text; a string it returns (or its awaitable resolves to) is shown as a notice, an
+exception as an error line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.application.current import set_app
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.history import InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.key_binding.defaults import load_key_bindings
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Float,
+    FloatContainer,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    Window,
+)
+from prompt_toolkit.layout.controls import BufferControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.processors import BeforeInput
+from prompt_toolkit.styles import Style
+from rich.console import Console, RenderableType
+
+from dsh_host.asyncs import resolve
+from dsh_host.tui import render
+from dsh_host.tui.completion import MentionCompleter, SessionSource, iso_utc
+from dsh_host.tui.file_search import WorkspaceFileSearch
+from dsh_host.tui.submit import Submitter, load_mention_syntax
+from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text, display_text, js_trim
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.events import Event
+    from dsh_host.session.session import Session
+
+log = logging.getLogger("dsh.tui")
+
+AgentFactory = Callable[["Host", "Session"], Any]
+CommandHandler = Callable[["ChatUI", str], "Awaitable[None] | None"]
+
+_MENU_HEIGHT = 12
+_PREVIEW_LINES = 12
+_COMMAND = re.compile(rf"/([^{re.escape(JS_WHITESPACE)}]*)(.*)\Z", re.DOTALL)
+
+STYLE = Style.from_dict(
+    {
+        "rule": "#606060",
+        "prompt": "ansibrightblue bold",
+        "status": "#808080",
+        "status.running": "ansiyellow",
+        "preview": "",
+        "preview.reasoning": "#808080 italic",
+        "completion-menu.completion": "bg:#303030 #d0d0d0",
+        "completion-menu.completion.current": "bg:#005f87 #ffffff",
+        "completion-menu.meta.completion": "bg:#262626 #8a8a8a",
+        "completion-menu.meta.completion.current": "bg:#005f87 #d0d0d0",
+    }
+)
+
+
+def default_agent_factory(host: Host, session: Session) -> Any:
+    """An agent on `session` with the configured model (the keyless one when no key is set)."""
+    from dsh_host.agent import Agent
+
+    return Agent.create(host, session, host.models.resolve())
+
+
+def model_label(agent: Any) -> str:
+    """How the banner names the agent's model."""
+    if agent.provider == "scripted":
+        return "scripted model (no API key)"
+    return f"{agent.provider}:{agent.model}"
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A `/name` command: `handler(ui, argument)` may return an awaitable."""
+
+    name: str
+    help: str
+    handler: CommandHandler
+
+
+class SlashCommands:
+    """The commands of one chat, in registration order."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, SlashCommand] = {}
+
+    def register(self, name: str, help: str, handler: CommandHandler) -> None:
+        """Add `/name`; a name registered twice is an error (two plugins would fight over it)."""
+        if name in self._commands:
+            raise ValueError(f"slash command /{name} is already registered")
+        self._commands[name] = SlashCommand(name, help, handler)
+
+    def get(self, name: str) -> SlashCommand | None:
+        return self._commands.get(name)
+
+    def __iter__(self) -> Iterator[SlashCommand]:
+        return iter(list(self._commands.values()))
+
+    def names_and_help(self) -> list[tuple[str, str]]:
+        return [(c.name, c.help) for c in self]
+
+
+class TranscriptPrinter:
+    """Prints renderables above the running application, in order, batched per redraw."""
+
+    def __init__(self, console: Console, app: Application[Any]) -> None:
+        self.console = console
+        self._app = app
+        self._pending: list[RenderableType] = []
+        self._scheduled = False
+
+    def print(self, *renderables: RenderableType) -> None:
+        self._pending.extend(renderables)
+        if not self._app.is_running:
+            self._flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            with set_app(self._app):
+                run_in_terminal(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        pending, self._pending = self._pending, []
+        for renderable in pending:
+            self.console.print(renderable)
+
+
+class StreamPreview:
+    """The reply being streamed, shown live under the transcript until its message commits."""
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[str, str]] = []
+
+    def add(self, chunk: Any) -> None:
+        kind = chunk.get("type")
+        if kind in ("text-delta", "reasoning-delta") and isinstance(chunk.get("text"), str):
+            style = "class:preview" if kind == "text-delta" else "class:preview.reasoning"
+            if self._parts and self._parts[-1][0] == style:
+                self._parts[-1] = (style, self._parts[-1][1] + chunk["text"])
+            else:
+                self._parts.append((style, chunk["text"]))
+
+    def clear(self) -> None:
+        self._parts.clear()
+
+    def __bool__(self) -> bool:
+        return bool(self._parts)
+
+    def fragments(self) -> StyleAndTextTuples:
+        text_lines: list[tuple[str, str]] = []
+        for style, text in self._parts:
+            for index, line in enumerate(display_text(text).split("\n")):
+                if index or not text_lines:
+                    text_lines.append((style, line))
+                else:
+                    text_lines[-1] = (text_lines[-1][0], text_lines[-1][1] + line)
+        shown = text_lines[-_PREVIEW_LINES:]
+        out: StyleAndTextTuples = []
+        for style, line in shown:
+            out.append((style, f" {line}\n"))
+        return out
+
+
+class _BufferEditor:
+    """The submission flow's view of the prompt_toolkit buffer."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self._buffer = buffer
+
+    @property
+    def text(self) -> str:
+        return self._buffer.text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._buffer.document = Document(value, len(value))
+
+    def add_history(self, text: str) -> None:
+        self._buffer.history.append_string(text)
+
+
+class ChatUI:
+    """One chat in the terminal: an agent on a session, the editor, and the transcript.
+
+    `agent_factory(host, session)` builds the agent for each session the chat opens (`/new`,
+    `/resume`); the chat disposes it when it moves on or closes.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        session: Session,
+        *,
+        agent_factory: AgentFactory = default_agent_factory,
+        console: Console | None = None,
+    ) -> None:
+        self.host = host
+        self._agent_factory = agent_factory
+        self._mentions = load_mention_syntax()
+        # Running command handlers (cancelled on close) and reference preparations (signalled
+        # through the submitter instead, so a late result is dropped rather than interrupted).
+        self._commands_running: set[asyncio.Future[Any]] = set()
+        self._preparations: set[asyncio.Future[Any]] = set()
+        self._exit_armed = False
+        self._unsubscribe: list[Callable[[], None]] = []
+        self.preview = StreamPreview()
+        self.commands = self._collect_commands()
+        self.session = session
+        self.agent = agent_factory(host, session)
+        self.completer = MentionCompleter(
+            _file_search(session),
+            commands=self.commands.names_and_help,
+            sessions=self._session_source(),
+            on_abandoned=self._complete_again,
+        )
+        self.buffer = Buffer(
+            multiline=True,
+            completer=self.completer,
+            complete_while_typing=True,
+            history=InMemoryHistory(),
+            on_text_changed=self._on_text_changed,
+        )
+        self.app: Application[None] = Application(
+            layout=self._layout(),
+            key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
+            style=STYLE,
+            full_screen=False,
+            erase_when_done=True,
+        )
+        self.app.ttimeoutlen = 0.05  # Escape cancels a turn; do not make it wait for a sequence.
+        self.printer = TranscriptPrinter(console or Console(highlight=False), self.app)
+        self.submitter = Submitter(
+            _BufferEditor(self.buffer),
+            agent=lambda: self.agent,
+            service=lambda: self.host.services.get("session_references"),
+            run_command=self.run_command,
+            notify_error=self.error,
+            mentions=self._mentions,
+            on_change=self.app.invalidate,
+        )
+        self._watch()
+
+    # --- what plugins' command handlers use -------------------------------------------------------
+
+    def print(self, *renderables: RenderableType) -> None:
+        """Print rich renderables into the transcript (escape untrusted text first)."""
+        self.printer.print(*renderables)
+
+    def notice(self, text: str) -> None:
+        """Print an informational line (escaped here)."""
+        self.print(render.notice(text))
+
+    def error(self, text: str) -> None:
+        """Print an error line (escaped here)."""
+        self.print(render.error(text))
+
+    # --- running ----------------------------------------------------------------------------------
+
+    async def run(self, *, replay: bool = False) -> None:
+        """Print the banner (and the session so far when `replay`), then chat until exit."""
+        self.print(self._banner())
+        if replay:
+            self._replay()
+        try:
+            await self.app.run_async()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Stop preparations and completions, dispose the agent, persist the session."""
+        self.submitter.dispose()
+        self.completer.supersede()
+        self.completer.files.dispose()
+        await self._leave_session()
+        for task in list(self._commands_running):
+            task.cancel()
+
+    def exit(self) -> None:
+        """Leave the chat (the `/quit` command)."""
+        if self.app.is_running and not self.app.is_done:
+            self.app.exit()
+
+    # --- commands ---------------------------------------------------------------------------------
+
+    def run_command(self, text: str) -> None:
+        """Run `/name argument`; an unknown name or a failing handler is reported, not raised."""
+        match = _COMMAND.match(text)
+        name, argument = (match.group(1), js_trim(match.group(2))) if match else ("", "")
+        command = self.commands.get(name)
+        if command is None:
+            self.error(f"Unknown command /{name}. Type /help for the list.")
+            return
+        try:
+            result = command.handler(self, argument)
+        except Exception as exc:  # noqa: BLE001 - a broken command must not end the chat
+            self._command_failed(name, exc)
+            return
+        if inspect.isawaitable(result):
+            _keep(self._commands_running, asyncio.ensure_future(self._await_command(name, result)))
+        else:
+            self._show_result(result)
+
+    async def _await_command(self, name: str, result: Awaitable[Any]) -> None:
+        try:
+            self._show_result(await resolve(result))
+        except Exception as exc:  # noqa: BLE001 - see run_command
+            self._command_failed(name, exc)
+
+    def _show_result(self, result: Any) -> None:
+        if isinstance(result, str):
+            self.notice(result)
+
+    def _command_failed(self, name: str, exc: BaseException) -> None:
+        log.debug("/%s failed", name, exc_info=exc)
+        self.error(f"/{name} failed: {exc}")
+
+    def _collect_commands(self) -> SlashCommands:
+        commands = SlashCommands()
+        commands.register("help", "List the commands", _help)
+        commands.register("new", "Start a new session", _new)
+        commands.register("sessions", "List stored sessions", _sessions)
+        commands.register("resume", "Switch to a stored session: /resume ID", _resume)
+        commands.register("quit", "Leave the chat", lambda ui, _: ui.exit())
+        self.host.hook.dsh_register_slash_commands(register=commands.register)
+        return commands
+
+    # --- sessions ---------------------------------------------------------------------------------
+
+    async def switch_to(self, session: Session, *, replay: bool) -> None:
+        """Make `session` the chat's session, with a new agent; print it when `replay`."""
+        await self._leave_session()
+        if session.cwd != self.session.cwd:
+            self.completer.files.dispose()
+            self.completer.files = _file_search(session)
+        self.session = session
+        self.agent = self._agent_factory(self.host, session)
+        self._watch()
+        self.print(self._banner())
+        if replay:
+            self._replay()
+
+    def _watch(self) -> None:
+        self._unsubscribe = [
+            self.session.subscribe(self._on_event),
+            self.agent.on_status(lambda _: self.app.invalidate()),
+        ]
+
+    async def _leave_session(self) -> None:
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+        self.preview.clear()
+        await resolve(self.agent.dispose())
+        await self.host.sessions.flush(self.session)
+
+    def _replay(self) -> None:
+        self.print(*(r for event in self.session.events for r in render.render_event(event)))
+
+    def _banner(self) -> RenderableType:
+        features = [plugin.name for plugin in self.host.mounted]
+        return render.banner(model_label(self.agent), self.session.id, features, self.session.cwd)
+
+    def _session_source(self) -> SessionSource | None:
+        service = self.host.services.get("session_references")
+        if service is None or self._mentions is None:
+            return None
+        return SessionSource(service, lambda: self.agent, self._mentions.format_mention)
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def _on_event(self, session: Session, event: Event) -> None:
+        if event.type == "assistant/chunk":
+            self.preview.add(event.data.get("chunk", {}))
+        else:
+            if event.type in ("assistant/message", "turn/end"):
+                self.preview.clear()
+            renderables = render.render_event(event)
+            if renderables:
+                self.print(*renderables)
+        self.app.invalidate()
+
+    def _on_text_changed(self, _: Buffer) -> None:
+        self._exit_armed = False
+        self.completer.supersede()
+
+    def _complete_again(self) -> None:
+        if self.app.is_running and self.buffer.complete_state is None:
+            self.buffer.start_completion()
+
+    # --- keys -------------------------------------------------------------------------------------
+
+    def _key_bindings(self) -> KeyBindings:
+        bindings = KeyBindings()
+        running = Condition(lambda: self.agent.status == "running")
+
+        @bindings.add("enter")
+        def _submit(event: KeyPressEvent) -> None:
+            state = self.buffer.complete_state
+            if state is not None and state.current_completion is not None:
+                self.buffer.apply_completion(state.current_completion)
+                return
+            task = self.submitter.submit(self.buffer.text)
+            if task is not None:
+                _keep(self._preparations, task)
+
+        @bindings.add("escape", "enter")
+        @bindings.add("c-j")
+        def _newline(event: KeyPressEvent) -> None:
+            self.buffer.insert_text("\n")
+
+        @bindings.add("tab")
+        def _complete(event: KeyPressEvent) -> None:
+            state = self.buffer.complete_state
+            if state is not None and state.completions:
+                self.buffer.apply_completion(state.current_completion or state.completions[0])
+            else:
+                self.buffer.start_completion(insert_common_part=True)
+
+        @bindings.add("c-c")
+        def _interrupt(event: KeyPressEvent) -> None:
+            self.interrupt()
+
+        @bindings.add("escape", filter=running)
+        def _cancel(event: KeyPressEvent) -> None:
+            self.agent.cancel()
+
+        @bindings.add("escape", filter=~running)
+        def _close_menu(event: KeyPressEvent) -> None:
+            self.buffer.cancel_completion()
+
+        @bindings.add("c-d", filter=Condition(lambda: not self.buffer.text))
+        def _quit(event: KeyPressEvent) -> None:
+            self.exit()
+
+        return bindings
+
+    def interrupt(self) -> None:
+        """Ctrl+C: cancel a running turn, else clear the editor, else (pressed twice) exit."""
+        if self.agent.status == "running":
+            self.agent.cancel()
+        elif self.buffer.text:
+            self.buffer.reset()
+            self.completer.supersede()  # reset() changes the text without a change event
+        elif self._exit_armed:
+            self.exit()
+            return
+        else:
+            self.notice("Press Ctrl+C again to exit.")
+            self._exit_armed = True
+            return
+        self._exit_armed = False
+
+    # --- layout -----------------------------------------------------------------------------------
+
+    def _layout(self) -> Layout:
+        menu_open = Condition(
+            lambda: bool(self.buffer.complete_state and self.buffer.complete_state.completions)
+        )
+        editor = Window(
+            BufferControl(self.buffer, input_processors=[BeforeInput("› ", style="class:prompt")]),
+            height=Dimension(min=1, max=10),
+            wrap_lines=True,
+            dont_extend_height=True,
+        )
+        body = HSplit(
+            [
+                ConditionalContainer(
+                    Window(
+                        FormattedTextControl(self.preview.fragments), wrap_lines=True, dont_extend_height=True
+                    ),
+                    filter=Condition(lambda: bool(self.preview)),
+                ),
+                Window(height=1, char="─", style="class:rule"),
+                editor,
+                Window(height=1, char="─", style="class:rule"),
+                Window(FormattedTextControl(self._status_line), height=1),
+                # Room below the editor so the completion menu is not clipped at the bottom.
+                ConditionalContainer(Window(height=Dimension.exact(_MENU_HEIGHT)), filter=menu_open),
+            ]
+        )
+        menu = Float(
+            xcursor=True, ycursor=True, content=CompletionsMenu(max_height=_MENU_HEIGHT, scroll_offset=1)
+        )
+        return Layout(FloatContainer(body, floats=[menu]), focused_element=editor)
+
+    def _status_line(self) -> StyleAndTextTuples:
+        status = self.agent.status
+        if self.submitter.preparing:
+            state = ("class:status.running", "preparing references… ")
+        elif status == "running":
+            state = ("class:status.running", "running · Esc to cancel ")
+        else:
+            state = ("class:status", f"{status} ")
+        details = "  ".join(
+            [
+                display_inline_text(model_label(self.agent)),
+                display_inline_text(self.session.cwd or "(no cwd)"),
+                f"session {display_inline_text(self.session.id)}",
+            ]
+        )
+        return [state, ("class:status", f" {details}")]
+
+
+def _file_search(session: Session) -> WorkspaceFileSearch:
+    return WorkspaceFileSearch(session.cwd or os.getcwd())
+
+
+def _keep(tasks: set[asyncio.Future[Any]], task: asyncio.Future[Any]) -> None:
+    # The loop holds tasks weakly; keep each one until it is done.
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+# --- built-in commands ----------------------------------------------------------------------------
+
+
+def _help(ui: ChatUI, _: str) -> None:
+    lines = [f"/{c.name}  {c.help}" for c in ui.commands]
+    lines.append("@path mentions a file · @name mentions another session · Alt+Enter inserts a newline")
+    ui.notice("\n".join(lines))
+
+
+async def _new(ui: ChatUI, _: str) -> None:
+    await ui.switch_to(ui.host.sessions.create(os.getcwd()), replay=False)
+
+
+async def _sessions(ui: ChatUI, _: str) -> None:
+    records = await ui.host.services.session_query.list_sessions()
+    rows = [(r.id, iso_utc(r.created_at), r.cwd, r.title) for r in records]
+    ui.print(render.session_listing(rows, ui.session.id))
+
+
+async def _resume(ui: ChatUI, argument: str) -> None:
+    if not argument:
+        ui.error("Usage: /resume ID (see /sessions)")
+        return
+    if argument == ui.session.id:
+        ui.notice(f"Already in session {argument}.")
+        return
+    await ui.switch_to(await ui.host.sessions.resume(argument), replay=True)
+
+
+# --- entry points ---------------------------------------------------------------------------------
+
+
+async def open_session(host: Host, *, session_id: str | None = None, continue_last: bool = False) -> Session:
+    """The session a chat opens: the given one, the newest in this directory, or a new one."""
+    if session_id is not None:
+        return await host.sessions.resume(session_id)
+    cwd = os.getcwd()
+    if continue_last:
+        records = await host.services.session_query.list_sessions()
+        newest = next((r for r in records if r.cwd == cwd), None)
+        if newest is not None:
+            return await host.sessions.resume(newest.id)
+    return host.sessions.create(cwd)
+
+
+async def chat(
+    host: Host,
+    *,
+    session_id: str | None = None,
+    continue_last: bool = False,
+    agent_factory: AgentFactory = default_agent_factory,
+    console: Console | None = None,
+) -> None:
+    """Chat in the terminal until the user leaves; the session is flushed on the way out."""
+    session = await open_session(host, session_id=session_id, continue_last=continue_last)
+    ui = ChatUI(host, session, agent_factory=agent_factory, console=console)
+    await ui.run(replay=bool(session.events))
+
+
+def run_chat(host: Host, session_id: str | None = None, continue_last: bool = False) -> None:
+    """`dsh chat`: run the chat on a fresh event loop (`session_id` and `continue_last` as in `chat`)."""
+    asyncio.run(chat(host, session_id=session_id, continue_last=continue_last))

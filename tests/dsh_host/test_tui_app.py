@@ -1,0 +1,553 @@
+"""The real prompt_toolkit chat application, typed into through a pipe (spec 10.2 T1-T6, 10.4).
+
+Keys go in through `create_pipe_input()`; the screen goes to `DummyOutput` (or a VT100 writer
+over a string when a test inspects the bytes). The transcript console writes to a string.
+Waits poll for a condition under a deadline; nothing depends on how long anything takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput, Output
+from prompt_toolkit.output.vt100 import Vt100_Output
+from rich.console import Console
+
+from dsh_host import hookimpl
+from dsh_host.config import load_config
+from dsh_host.host import Host
+from dsh_host.tui.app import ChatUI, default_agent_factory
+from dsh_session_reference import format_mention
+
+ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
+PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
+ESCAPED = r"\x1b]2;title\x07\x09\x7f\x9b31m"
+
+
+async def until(predicate: Callable[[], Any], what: str = "condition") -> None:
+    """Let the loop run until `predicate()` holds (failing after a generous deadline)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.001)
+
+
+class FakeAgent:
+    """Records what the UI delivers; the test sets `status`."""
+
+    provider = model = "scripted"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.status = "idle"
+        self.sent: list[tuple[list[Any], list[Any]]] = []
+        self.steered: list[tuple[list[Any], list[Any]]] = []
+        self.cancels = 0
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    def send(self, content, *, source=None, contexts=()):
+        self.sent.append((content, list(contexts)))
+
+    def steer(self, content, *, source=None, contexts=()):
+        self.steered.append((content, list(contexts)))
+
+    def cancel(self, cause=None):
+        self.cancels += 1
+
+    def on_status(self, listener):
+        return lambda: None
+
+    async def dispose(self):
+        self.status = "disposed"
+
+
+@dataclass
+class Chat:
+    ui: ChatUI
+    keys: PipeInput
+    console: Console
+    task: asyncio.Task[None]
+
+    @property
+    def agent(self) -> Any:
+        return self.ui.agent
+
+    @property
+    def transcript(self) -> str:
+        return self.console.file.getvalue()
+
+    def type(self, text: str) -> None:
+        self.keys.send_text(text)
+
+    async def type_until(self, text: str, predicate: Callable[[], Any], what: str = "condition") -> None:
+        self.type(text)
+        await until(predicate, what)
+
+    def completions(self) -> list[tuple[str, str]]:
+        state = self.ui.buffer.complete_state
+        return [(c.display_text, c.display_meta_text) for c in state.completions] if state else []
+
+    async def wait_for_completion(self, label: str) -> None:
+        await until(lambda: any(shown == label for shown, _ in self.completions()), f"completion {label!r}")
+
+    async def wait_for_output(self, text: str) -> None:
+        await until(lambda: text in self.transcript, f"{text!r} in the transcript")
+
+    async def clear(self) -> None:
+        await self.type_until(CTRL_C, lambda: self.ui.buffer.text == "", "an empty editor")
+
+
+@asynccontextmanager
+async def open_chat(
+    host: Host, session: Any, *, agent_factory: Any = None, output: Output | None = None
+) -> AsyncIterator[Chat]:
+    console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
+    factory = agent_factory or (lambda _host, s: FakeAgent(s))
+    with create_pipe_input() as keys, create_app_session(input=keys, output=output or DummyOutput()):
+        ui = ChatUI(host, session, agent_factory=factory, console=console)
+        task = asyncio.create_task(ui.run(replay=bool(session.events)))
+        await until(lambda: ui.app.is_running, "the application")
+        chat = Chat(ui, keys, console, task)
+        try:
+            yield chat
+        finally:
+            ui.exit()
+            await task
+
+
+def start_host(tmp_path: Path, plugins: str = "") -> Host:
+    return Host.start(
+        load_config(env={"DSH_HOME": str(tmp_path / "home"), "DSH_LOAD_PLUGINS": plugins}, cwd=tmp_path)
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "workspace"
+    (root / "src").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "src" / "source-file.ts").write_text("x")
+    (root / "docs" / "design notes.md").write_text("x")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def ref_host(tmp_path: Path, workspace: Path):
+    host = start_host(tmp_path, "session-reference")
+    yield host
+    host.close()
+
+
+@pytest.fixture
+def bare_host(tmp_path: Path, workspace: Path):
+    host = start_host(tmp_path)
+    yield host
+    host.close()
+
+
+def add_session(
+    host: Host, session_id: str, cwd: str | None, created_at: int, *, title: str | None = None
+) -> Any:
+    session = host.sessions.create(cwd, session_id, created_at=created_at)
+    if title is not None:
+        session.append("session/title", {"title": title, "messageSeqs": [], "source": "test"})
+    return session
+
+
+def user_text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}
+
+
+def reference_ids(contexts: list[Any]) -> list[str]:
+    [context] = contexts
+    assert context["source"] == {"kind": "plugin", "plugin": "session-reference"}
+    assert context["meta"]["kind"] == "session-reference"
+    return [ref["sessionId"] for ref in context["meta"]["references"]]
+
+
+# --- T1: files and sessions in one menu; send, then steer ---------------------------------------------
+
+
+async def test_session_autocomplete_with_files_then_send_and_steer(ref_host, workspace):
+    source = add_session(ref_host, "source-session", str(workspace), 1, title="Source chat")
+    source.append("user/message", user_text("source background"), surface_op="append")
+    add_session(ref_host, "no-cwd", None, 2)
+    target = ref_host.sessions.create(str(workspace), "main-session", created_at=3)
+    async with open_chat(ref_host, target) as chat:
+        chat.type("@no-cwd")
+        await chat.wait_for_completion("Session · no-cwd")
+        assert ("Session · no-cwd", "(no cwd) · 1970-01-01T00:00:00.002Z") in chat.completions()
+        await chat.clear()
+
+        chat.type("@source-session")
+        await chat.wait_for_completion("Session · Source chat")
+        assert (
+            "Session · Source chat",
+            f"source-session · {workspace} · 1970-01-01T00:00:00.001Z",
+        ) in chat.completions()
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text.startswith("@[Source chat]("))
+        await chat.type_until(ENTER, lambda: chat.agent.sent, "a send")
+        [(content, contexts)] = chat.agent.sent
+        assert content == [{"type": "text", "text": "@Source chat"}]
+        assert reference_ids(contexts) == ["source-session"]
+        assert chat.ui.buffer.text == ""
+
+        chat.agent.status = "running"
+        chat.type(f"steer {format_mention('source-session', 'Source chat')}")
+        await chat.type_until(ENTER, lambda: chat.agent.steered, "a steer")
+        [(content, contexts)] = chat.agent.steered
+        assert content == [{"type": "text", "text": "steer @Source chat"}]
+        assert reference_ids(contexts) == ["source-session"]
+        assert len(chat.agent.sent) == 1
+
+
+async def test_a_file_mention_is_sent_as_text_without_contexts(ref_host, workspace):
+    target = ref_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(ref_host, target) as chat:
+        chat.type("@sfts")
+        await chat.wait_for_completion("File · source-file.ts")
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == "@src/source-file.ts ")
+        await chat.type_until(ENTER, lambda: chat.agent.sent)
+        assert chat.agent.sent == [([{"type": "text", "text": "@src/source-file.ts"}], [])]
+
+
+async def test_a_folder_completion_descends_into_the_folder(ref_host, workspace):
+    target = ref_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(ref_host, target) as chat:
+        chat.type("@do")
+        await chat.wait_for_completion("Folder · docs/")
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == "@docs/")
+        await chat.wait_for_completion("File · design notes.md")
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == '@"docs/design notes.md" ')
+        await chat.type_until(ENTER, lambda: chat.agent.sent)
+        assert chat.agent.sent == [([{"type": "text", "text": '@"docs/design notes.md"'}], [])]
+
+
+# --- T2: hostile ids and cwds stay inert; the URI keeps the raw id ------------------------------------
+
+
+async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the_message(ref_host, workspace):
+    evil_id = "evil\x1b\x07\x9b\ns"
+    add_session(ref_host, evil_id, "/x/\x1b\x07\x9b\nf", 0)
+    target = ref_host.sessions.create(str(workspace), "main-session", created_at=5)
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=40, columns=160), term="xterm", enable_cpr=False)
+    async with open_chat(ref_host, target, output=output) as chat:
+        chat.type("@evil")
+        await chat.wait_for_completion(r"Session · evil\x1b\x07\x9b\x0as")
+        assert (r"Session · evil\x1b\x07\x9b\x0as", r"/x/\x1b\x07\x9b\x0af · 1970-01-01T00:00:00.000Z") in (
+            chat.completions()
+        )
+        await until(lambda: r"evil\x1b\x07\x9b\x0as" in screen.getvalue(), "the menu on screen")
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text.startswith("@["))
+        await chat.type_until(ENTER, lambda: chat.agent.sent)
+        [(content, contexts)] = chat.agent.sent
+        assert content == [{"type": "text", "text": r"@evil\x1b\x07\x9b\x0as"}]
+        assert reference_ids(contexts) == [evil_id]
+    drawn = screen.getvalue()
+    # The terminal gets its own SGR sequences, never the candidate's BEL, CSI or OSC.
+    assert "\x07" not in drawn and "\x9b" not in drawn and "\x1b]" not in drawn
+
+
+# --- T3: fallbacks ------------------------------------------------------------------------------------
+
+
+class ScriptedCandidates:
+    """A session-reference service whose candidate lookups behave per query."""
+
+    def __init__(self) -> None:
+        self.signals: dict[str, asyncio.Event] = {}
+
+    async def list_candidates(self, target, query="", limit=None, cancel=None):
+        self.signals[query] = cancel
+        if query == "failed":
+            raise RuntimeError("store down")
+        if query == "slow":
+            await cancel.wait()
+            raise RuntimeError("superseded")
+        return []
+
+    async def prepare(self, target, content, references, cancel=None):
+        raise AssertionError("not used")
+
+
+async def test_completion_fallbacks(bare_host, workspace):
+    service = ScriptedCandidates()
+    bare_host.services.register("session_references", service)
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("plain" + TAB)
+        await until(lambda: chat.ui.buffer.text == "plain")
+        await chat.clear()
+        chat.type("/he")
+        await chat.wait_for_completion("/help")
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == "/help ")
+        await chat.clear()
+
+        await chat.type_until("@failed", lambda: "failed" in service.signals)
+        assert chat.completions() == []
+        await chat.clear()
+
+        await chat.type_until("@slow", lambda: "slow" in service.signals, "the slow lookup")
+        slow = service.signals["slow"]
+        await chat.type_until("x", lambda: "slowx" in service.signals, "the next lookup")
+        assert slow.is_set()
+        assert chat.ui.buffer.text == "@slowx"
+
+
+# --- T4, T5: refused and failed references ------------------------------------------------------------
+
+
+async def test_a_failed_reference_restores_the_input_and_says_why(ref_host, workspace):
+    target = ref_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(ref_host, target) as chat:
+        chat.type(f"keep {format_mention('missing', 'Missing chat')}")
+        chat.type(ENTER)
+        await chat.wait_for_output("Session reference failed")
+        assert 'failed to read referenced session: session "missing" not found' in chat.transcript
+        await until(lambda: chat.ui.buffer.text.startswith("keep @["))
+        assert chat.agent.sent == []
+
+
+async def test_references_without_the_service(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until(
+            "use dsh-session:IiJ" + ENTER, lambda: "Invalid session reference" in chat.transcript
+        )
+        assert chat.ui.buffer.text == "use dsh-session:IiJ"
+        await chat.clear()
+        chat.type(f"use {format_mention('source')}" + ENTER)
+        await chat.wait_for_output("Session reference capability unavailable.")
+        assert chat.agent.sent == []
+
+
+# --- T6: duplicate Enter, drafts, disposal ------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    content: list[Any]
+    contexts: list[Any]
+
+
+class ManualReferences:
+    """A session-reference service whose preparations the test settles."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[asyncio.Future[Any], list[Any], asyncio.Event]] = []
+
+    async def list_candidates(self, target, query="", limit=None, cancel=None):
+        return []
+
+    async def prepare(self, target, content, references, cancel=None):
+        outcome = asyncio.get_running_loop().create_future()
+        self.pending.append((outcome, content, cancel))
+        return await outcome
+
+    def resolve(self) -> None:
+        outcome, content, _ = self.pending[-1]
+        outcome.set_result(Prepared(content, [{"meta": {"kind": "session-reference", "references": []}}]))
+
+
+async def test_duplicate_enter_while_preparing_then_a_kept_draft(bare_host, workspace):
+    service = ManualReferences()
+    bare_host.services.register("session_references", service)
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    value = f"use {format_mention('source')}"
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until(value + ENTER, lambda: service.pending, "a preparation")
+        assert chat.ui.submitter.preparing
+        assert chat.ui.buffer.text == ""
+        # Retype the same value and press Enter again: ignored while the first one prepares.
+        await chat.type_until(value + ENTER, lambda: chat.ui.buffer.text == value)
+        assert len(service.pending) == 1
+        service.resolve()
+        await until(lambda: chat.agent.sent, "the send")
+        assert chat.agent.sent[0][0] == [{"type": "text", "text": "use @source"}]
+        assert chat.ui.buffer.text == ""  # the retyped duplicate went with it
+
+        await chat.type_until(value + ENTER, lambda: len(service.pending) == 2)
+        await chat.type_until("new draft", lambda: chat.ui.buffer.text == "new draft")
+        service.pending[-1][0].set_exception(RuntimeError("delayed failure"))
+        await chat.wait_for_output("Session reference failed: delayed failure")
+        assert chat.ui.buffer.text == "new draft"
+        assert len(chat.agent.sent) == 1
+
+
+async def test_leaving_during_preparation_cancels_it_and_sends_nothing(bare_host, workspace):
+    service = ManualReferences()
+    bare_host.services.register("session_references", service)
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until(f"use {format_mention('source')}" + ENTER, lambda: service.pending)
+        agent = chat.agent
+        await chat.type_until(CTRL_C + CTRL_C, lambda: chat.task.done(), "the exit")
+    _, _, cancel = service.pending[0]
+    assert cancel.is_set()
+    service.resolve()
+    await asyncio.sleep(0)
+    assert agent.sent == []
+    assert agent.status == "disposed"
+
+
+# --- keys ---------------------------------------------------------------------------------------------
+
+
+async def test_ctrl_c_cancels_a_running_turn_then_clears_then_exits(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace))
+    async with open_chat(bare_host, target) as chat:
+        chat.agent.status = "running"
+        chat.type("draft")
+        await chat.type_until(CTRL_C, lambda: chat.agent.cancels == 1, "a cancel")
+        assert chat.ui.buffer.text == "draft"
+        await chat.type_until(ESCAPE, lambda: chat.agent.cancels == 2, "a cancel by Escape")
+        chat.agent.status = "idle"
+        await chat.clear()
+        await chat.type_until(CTRL_C, lambda: "Press Ctrl+C again to exit." in chat.transcript)
+        assert not chat.task.done()
+        chat.type("x")  # typing disarms the exit
+        await chat.clear()
+        await chat.type_until(CTRL_C, lambda: chat.transcript.count("Press Ctrl+C again") == 2)
+        await chat.type_until(CTRL_C, lambda: chat.task.done(), "the exit")
+
+
+async def test_alt_enter_inserts_a_newline_and_enter_sends_both_lines(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace))
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until("one\x1b\rtwo", lambda: chat.ui.buffer.text == "one\ntwo")
+        await chat.type_until(ENTER, lambda: chat.agent.sent)
+        assert chat.agent.sent == [([{"type": "text", "text": "one\ntwo"}], [])]
+
+
+# --- the transcript -----------------------------------------------------------------------------------
+
+
+async def test_logged_events_are_printed_escaped_and_streaming_shows_live(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace))
+    async with open_chat(bare_host, target) as chat:
+        target.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+        target.append("user/message", user_text(f"question {PROBE}"), surface_op="append")
+        await chat.wait_for_output(f"question {ESCAPED}")
+        target.append("step/start", {"turn": 1, "step": 1})
+        chunk = {"type": "text-delta", "index": 0, "text": f"partial {PROBE}"}
+        target.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+        assert chat.ui.preview
+        assert "".join(text for _, text in chat.ui.preview.fragments()) == f" partial {ESCAPED}\n"
+        assistant = {
+            "turn": 1,
+            "step": 1,
+            "content": [{"type": "text", "text": f"partial {PROBE} done"}],
+            "provenance": {"provider": "scripted", "model": "scripted"},
+        }
+        target.append("assistant/message", assistant, surface_op="append")
+        assert not chat.ui.preview
+        await chat.wait_for_output(f"partial {ESCAPED} done")
+        assert "\x1b" not in chat.transcript and "\x9b" not in chat.transcript
+
+
+async def test_the_banner_names_model_session_and_features(ref_host, workspace):
+    target = ref_host.sessions.create(str(workspace), "banner-session")
+    async with open_chat(ref_host, target) as chat:
+        await chat.wait_for_output("banner-session")
+        assert "scripted model (no API key)" in chat.transcript
+        assert "features: session-reference" in chat.transcript
+
+
+# --- slash commands -----------------------------------------------------------------------------------
+
+
+class Greeter:
+    """A plugin adding `/greet` through `dsh_register_slash_commands`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, str]] = []
+
+    @hookimpl
+    def dsh_register_slash_commands(self, register):
+        async def greet(ui, argument):
+            self.calls.append((ui, argument))
+            ui.notice(f"hello {argument}")
+
+        register("greet", "Say hello", greet)
+        register("shout", "Return a line", lambda ui, argument: f"{argument.upper()}!")
+        register("broken", "Always fails", lambda ui, argument: 1 / 0)
+
+
+async def test_plugins_add_slash_commands(bare_host, workspace):
+    greeter = Greeter()
+    bare_host.pm.register(greeter, name="greeter")
+    target = bare_host.sessions.create(str(workspace))
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until("/help" + ENTER, lambda: "/greet  Say hello" in chat.transcript)
+        await chat.type_until("/greet  the world " + ENTER, lambda: greeter.calls)
+        assert greeter.calls == [(chat.ui, "the world")]
+        await chat.wait_for_output("hello the world")
+        await chat.type_until(
+            "/broken" + ENTER, lambda: "/broken failed: division by zero" in chat.transcript
+        )
+        await chat.type_until("/nope" + ENTER, lambda: "Unknown command /nope" in chat.transcript)
+        assert chat.agent.sent == []
+
+
+async def test_new_sessions_and_resume(bare_host, workspace):
+    old = bare_host.sessions.create(str(workspace), "old-session", created_at=1)
+    old.append("user/message", user_text("an old question"), surface_op="append")
+    await bare_host.sessions.flush(old)
+    bare_host.sessions.forget("old-session")
+    first = bare_host.sessions.create(str(workspace), "first-session", created_at=2)
+    async with open_chat(bare_host, first) as chat:
+        first_agent = chat.agent
+        await chat.type_until("/new" + ENTER, lambda: chat.ui.session is not first, "a new session")
+        assert first_agent.status == "disposed"
+        assert chat.agent is not first_agent
+        new_id = chat.ui.session.id
+        await chat.wait_for_output(f"session {new_id}")
+
+        await chat.type_until("/sessions" + ENTER, lambda: "old-session" in chat.transcript)
+        assert f"* {new_id}" in chat.transcript
+        assert "first-session" in chat.transcript
+
+        await chat.type_until("/resume" + ENTER, lambda: "Usage: /resume ID" in chat.transcript)
+        await chat.type_until("/resume old-session" + ENTER, lambda: chat.ui.session.id == "old-session")
+        await chat.wait_for_output("an old question")
+        chat.type("hi" + ENTER)
+        await until(lambda: chat.agent.sent)
+        assert chat.agent.session.id == "old-session"
+
+        await chat.type_until("/quit" + ENTER, lambda: chat.task.done(), "the exit")
+
+
+# --- with the real agent and the keyless model --------------------------------------------------------
+
+
+async def test_a_real_turn_with_a_session_reference(ref_host, workspace):
+    source = add_session(ref_host, "source-session", str(workspace), 1, title="Source session")
+    source.append("user/message", user_text("Recent retained question."), surface_op="append")
+    target = ref_host.sessions.create(str(workspace), "target-session", created_at=2)
+    async with open_chat(ref_host, target, agent_factory=default_agent_factory) as chat:
+        chat.type(f"Use {format_mention('source-session', 'Source session')}" + ENTER)
+        await until(lambda: any(e.type == "turn/end" for e in target.events), "the turn")
+        await chat.wait_for_output("Assistant")
+        assert "Use @Source session" in chat.transcript
+        assert "Referenced sessions · Source session (source-session)" in chat.transcript
+        assert "Recent retained question." not in chat.transcript  # the snapshot stays hidden
+        [message] = [e for e in target.events if e.type == "user/message"]
+        assert message.data["envelope"]["displayContent"] == [{"type": "text", "text": "Use @Source session"}]
+    assert chat.ui.agent.status == "disposed"
