@@ -155,6 +155,11 @@ async def test_failing_candidates_offer_no_sessions(workspace):
     assert await complete(make(workspace, service), "@failed") == []
 
 
+async def test_an_unrepresentable_creation_time_offers_no_sessions(workspace):
+    service = Candidates(Candidate("far-future", "far-future", None, 9e15))
+    assert await complete(make(workspace, service), "@far-future") == []
+
+
 async def test_a_failing_file_search_still_offers_sessions(workspace, monkeypatch):
     service = Candidates(Candidate("source", "source", None, 0))
     completer = make(workspace, service)

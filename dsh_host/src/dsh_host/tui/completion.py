@@ -133,10 +133,11 @@ class MentionCompleter(Completer):
         source = self._sessions
         try:
             candidates = await source.service.list_candidates(source.target(), token.query, None, cancel)
+            # Inside the guard too: a stored time beyond what a date can hold must not break typing.
+            return [_session_completion(token, candidate, source.format_mention) for candidate in candidates]
         except Exception:  # failures (cancellation included) just offer no sessions
             log.debug("session candidates failed for %r", token.query, exc_info=True)
             return []
-        return [_session_completion(token, candidate, source.format_mention) for candidate in candidates]
 
 
 def _file_completion(token: AtToken, match: FileMatch) -> Completion | None:

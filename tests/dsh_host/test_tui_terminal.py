@@ -1,0 +1,144 @@
+"""`dsh chat` in a real terminal: tmux runs it on a pseudo-terminal and the test reads the screen.
+
+This is the whole path the unit tests stub out: the CLI, a PTY, prompt_toolkit's VT100 input
+and output, rich writing into the scrollback, the real agent on the keyless model, and the
+session-reference plugin. Waits poll the screen under a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_host.config import load_config
+from dsh_host.host import Host
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+DSH = Path(sys.executable).with_name("dsh")
+PROBE_TITLE = "evil\x1b]2;pwned\x07title"
+PROBE_CWD = "/x/\x1b[31mred\x9b"
+
+
+class Terminal:
+    """One tmux server of our own (a private socket), with one window running a command."""
+
+    def __init__(self, command: list[str], *, cwd: Path, env: dict[str, str]) -> None:
+        self.socket = f"dsh-test-{uuid.uuid4().hex[:12]}"
+        environment = [f"{key}={value}" for key, value in env.items()]
+        # A COLUMNS inherited from the test run would override the pane's real width in rich.
+        self._tmux(
+            "new-session", "-d", "-x", "110", "-y", "45", "-c", str(cwd),
+            "env", "-u", "COLUMNS", "-u", "LINES", *environment, *command,
+        )  # fmt: skip
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-l", text)
+
+    def press(self, *keys: str) -> None:
+        self._tmux("send-keys", *keys)
+
+    def screen(self) -> str:
+        """The visible screen and its scrollback."""
+        return self._tmux("capture-pane", "-p", "-S", "-500")
+
+    def title(self) -> str:
+        return self._tmux("display-message", "-p", "#{pane_title}").strip()
+
+    def wait_for(self, text: str, *, count: int = 1) -> str:
+        deadline = time.monotonic() + 30
+        while True:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} (x{count}) never appeared; the screen:\n{screen}")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A data dir holding one stored session whose title, cwd and text carry terminal controls."""
+    data = tmp_path / "home"
+    host = Host.start(load_config(env={"DSH_HOME": str(data), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path))
+    try:
+        session = host.sessions.create(PROBE_CWD, "evil-session", created_at=1)
+        content = [{"type": "text", "text": f"stored {PROBE_TITLE}"}]
+        session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
+        session.append("session/title", {"title": PROBE_TITLE, "messageSeqs": [0], "source": "test"})
+        host.store.append(session.header, session.take_pending())
+    finally:
+        host.close()
+    return data
+
+
+@pytest.fixture
+def terminal(home: Path, tmp_path: Path) -> Iterator[Terminal]:
+    workspace = tmp_path / "workspace"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "source-file.ts").write_text("x")
+    env = {
+        "DSH_HOME": str(home),
+        "DSH_LOAD_PLUGINS": "fs-read,session-reference",
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    term = Terminal([str(DSH), "chat", "--session", "evil-session"], cwd=workspace, env=env)
+    try:
+        yield term
+    finally:
+        term.close()
+
+
+def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
+    # Resuming prints the stored conversation, controls as inert text.
+    screen = terminal.wait_for("features: fs-read, session-reference")
+    assert "scripted model (no API key)" in screen
+    screen = terminal.wait_for(r"stored evil\x1b]2;pwned\x07title")
+    assert "pwned" not in terminal.title()
+
+    # A turn on the keyless model.
+    terminal.type("hello there")
+    terminal.press("Enter")
+    terminal.wait_for("Scripted reply: hello there")
+
+    # A new session mentions the stored one through the completion menu.
+    terminal.type("/new")
+    terminal.press("Enter")
+    terminal.wait_for("DSH chat", count=2)
+    terminal.type("compare @evil")
+    screen = terminal.wait_for(r"Session · evil\x1b]2;pwned\x07title")
+    assert r"evil-session · /x/\x1b[31mred\x9b" in screen
+    terminal.press("Tab")
+    terminal.type("and @sfts")
+    terminal.wait_for("File · source-file.ts")
+    terminal.press("Tab")
+    terminal.press("Enter")
+    screen = terminal.wait_for("I read the referenced-session snapshot")
+    assert r"compare @evil\x1b]2;pwned\x07title and @src/source-file.ts" in screen
+    assert r"Referenced sessions · evil\x1b]2;pwned\x07title (evil-session)" in screen
+    assert "pwned" not in terminal.title()
+
+    # Ctrl+C twice leaves; the shell's exit shows the window closing.
+    terminal.press("C-c")
+    terminal.wait_for("Press Ctrl+C again to exit.")
+    terminal.press("C-c")
+    deadline = time.monotonic() + 30
+    while subprocess.run(["tmux", "-L", terminal.socket, "has-session"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "dsh did not exit"
+        time.sleep(0.05)
