@@ -26,7 +26,7 @@ from rich.console import Console
 from dsh_host import hookimpl
 from dsh_host.config import load_config
 from dsh_host.host import Host
-from dsh_host.tui.app import ChatUI, default_agent_factory
+from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
 from dsh_session_reference import format_mention
 
 ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
@@ -525,6 +525,9 @@ async def test_new_sessions_and_resume(bare_host, workspace):
         assert "first-session" in chat.transcript
 
         await chat.type_until("/resume" + ENTER, lambda: "Usage: /resume ID" in chat.transcript)
+        await chat.type_until(
+            "/resume nope" + ENTER, lambda: '/resume failed: session "nope" not found' in chat.transcript
+        )
         await chat.type_until("/resume old-session" + ENTER, lambda: chat.ui.session.id == "old-session")
         await chat.wait_for_output("an old question")
         chat.type("hi" + ENTER)
@@ -551,3 +554,23 @@ async def test_a_real_turn_with_a_session_reference(ref_host, workspace):
         [message] = [e for e in target.events if e.type == "user/message"]
         assert message.data["envelope"]["displayContent"] == [{"type": "text", "text": "Use @Source session"}]
     assert chat.ui.agent.status == "disposed"
+
+
+async def test_open_session_continues_the_newest_session_of_this_directory(bare_host, workspace, tmp_path):
+    older = bare_host.sessions.create(str(workspace), "older", created_at=1)
+    newer = bare_host.sessions.create(str(workspace), "newer", created_at=2)
+    bare_host.sessions.create(str(tmp_path), "elsewhere", created_at=3)
+    for session in (older, newer):
+        session.append("user/message", user_text("hi"), surface_op="append")
+        await bare_host.sessions.flush(session)
+    assert (await open_session(bare_host, continue_last=True)) is newer
+    assert (await open_session(bare_host, session_id="older")) is older
+    fresh = await open_session(bare_host)
+    assert fresh.id not in ("older", "newer", "elsewhere")
+    assert fresh.cwd == str(workspace)
+
+
+async def test_continue_without_a_session_here_starts_a_new_one(bare_host, workspace, tmp_path):
+    bare_host.sessions.create(str(tmp_path), "elsewhere", created_at=3)
+    session = await open_session(bare_host, continue_last=True)
+    assert session.id != "elsewhere" and session.cwd == str(workspace)
