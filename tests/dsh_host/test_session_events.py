@@ -163,9 +163,16 @@ def test_lossless_accepts_deep_nesting_within_the_json_codec_limit():
     )
 )
 def test_any_json_value_round_trips_through_append(value):
-    event = new_session().append("custom/value", {"v": value})
+    session = new_session()
+    session.append("user/message", {"content": [], "source": {"kind": "user"}}, surface_op="append")
+    event = session.append("assistant/message", {"v": value}, surface_op="append", sources=[0])
     assert thaw(event.data) == {"v": value}
     assert json.loads(event.to_line())["data"] == {"v": value}
+    # The line reuses the data's text; it is exactly the encoding of the whole event.
+    compact = json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+    assert event.to_line() == compact
+    loaded = event_from_json(json.loads(compact))
+    assert loaded == event and loaded.to_line() == compact
 
 
 def test_appended_events_are_frozen_and_detached_from_the_input():

@@ -49,7 +49,10 @@ class FrozenList(list):
 
 
 def _frozen_object(pairs: list[tuple[str, Any]]) -> FrozenDict:
-    return FrozenDict([(k, _freeze_lists(v)) if type(v) is list else (k, v) for k, v in pairs])
+    frozen = FrozenDict(pairs)
+    if list in map(type, frozen.values()):  # C-speed test; most objects hold no array
+        return FrozenDict([(k, _freeze_lists(v)) if type(v) is list else (k, v) for k, v in pairs])
+    return frozen
 
 
 def _freeze_lists(value: list) -> FrozenList:
@@ -69,9 +72,21 @@ def _freeze_lists(value: list) -> FrozenList:
     return frozen[id(value)]
 
 
+_decoder = json.JSONDecoder(object_pairs_hook=_frozen_object)  # built once, not per call
+_decode, _scan = _decoder.decode, _decoder.scan_once
+
+
 def frozen_loads(text: str) -> Any:
     """Parse JSON text into frozen containers."""
-    value = json.loads(text, object_pairs_hook=_frozen_object)
+    value = _decode(text)
+    return _freeze_lists(value) if type(value) is list else value
+
+
+def frozen_loads_compact(text: str) -> Any:
+    """`frozen_loads` of text this process encoded compactly (no surrounding whitespace)."""
+    value, end = _scan(text, 0)
+    if end != len(text):  # pragma: no cover - not compact encoder output
+        return frozen_loads(text)
     return _freeze_lists(value) if type(value) is list else value
 
 

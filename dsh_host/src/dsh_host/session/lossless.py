@@ -16,9 +16,31 @@ import json
 import math
 from typing import Any
 
-from dsh_host.session.frozen import frozen_loads
+from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+def _encoder() -> Any:
+    """Compact, non-ASCII-escaping, NaN-refusing JSON encoding, built once.
+
+    `JSONEncoder.encode` builds a new C encoder on every call, which costs as much as encoding
+    a small event. The C encoder is built here once, without a circular-reference table: a
+    cycle then ends in RecursionError, which `canonical_text` reports as a cycle anyway.
+    """
+    slow = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - interpreters without the C accelerator
+        return slow.encode
+    encode = make(None, slow.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    join = "".join
+
+    def dumps(value: Any) -> str:
+        if isinstance(value, str):
+            return json.encoder.encode_basestring(value)
+        return join(encode(value, 0))
+
+    return dumps
+
+
+_dumps = _encoder()
 
 
 class NotLosslessJson(TypeError):
@@ -31,9 +53,23 @@ def dumps(value: Any) -> str:
 
 
 def snapshot(value: Any) -> tuple[str, Any]:
-    """Validate `value` and return `(json_text, frozen_copy)`; raise NotLosslessJson otherwise."""
-    text = canonical_text(value)
-    return text, frozen_loads(text)
+    """Validate `value` and return `(json_text, frozen_copy)`; raise NotLosslessJson otherwise.
+
+    Same checks as `canonical_text`, with one parse serving both the check and the copy.
+    """
+    try:
+        text = _dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotLosslessJson(_first_difference(value, str(exc))) from None
+    try:
+        copy = frozen_loads_compact(text)
+    except RecursionError as exc:
+        raise NotLosslessJson("value is nested too deeply") from exc
+    if copy != value:
+        raise NotLosslessJson(_first_difference(value))
+    if "-0" in text and _has_negative_zero(copy):
+        raise NotLosslessJson(_first_difference(value, "-0.0 is not lossless JSON"))
+    return text, copy
 
 
 def canonical_text(value: Any) -> str:

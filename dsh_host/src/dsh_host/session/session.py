@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from dsh_host.session.events import Event, SessionHeader, event_from_json
+from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, event_from_json
 from dsh_host.session.frozen import FrozenList, frozen_loads
-from dsh_host.session.lossless import NotLosslessJson, canonical_text
+from dsh_host.session.lossless import NotLosslessJson, canonical_text, snapshot
 from dsh_host.session.messages import derive_event_message
 from dsh_host.session.request_header import canonical_header
 from dsh_host.session.surface import Surface, SurfaceError, plan
@@ -103,7 +103,7 @@ class Session:
         if self._publishing:
             raise RuntimeError("session append cannot reenter while another append is being published")
         try:
-            data_text = canonical_text(data)
+            data_text, frozen = snapshot(data)
         except NotLosslessJson as exc:
             raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
         op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
@@ -111,7 +111,7 @@ class Session:
             type=type,
             seq=len(self._log),
             time=self._clock(),
-            data=frozen_loads(data_text),
+            data=frozen,
             surface_op=op,
             source_event_seqs=None if sources is None else FrozenList(sources),
             data_json=data_text,
@@ -136,6 +136,10 @@ class Session:
     def _commit(self, event: Event, index: int) -> None:
         if event.seq != index:
             raise SurfaceError(f"session event seq {event.seq} is not contiguous; expected {index}")
+        if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
+            self._log.append(event)  # a plain log-only event (most of a log): nothing to fold
+            self._events_cache = None
+            return
         transition = plan(event, self.surface.nodes, self._log.__getitem__)
         self._log.append(event)
         self._events_cache = None
