@@ -1,1 +1,26 @@
-"""The agent: inbox, loop, placement and request reconstruction."""
+"""The agent: inbox, loop, placement and request reconstruction.
+
+`Agent` is the entry point: `send`, `steer`, `inject`, `cancel`, `dispose`, `wait_idle`,
+`status` and `on_status`. `rebuild_request` recomputes any step's model request from the log.
+"""
+
+from dsh_host.agent.agent import Agent, Status
+from dsh_host.agent.cancel import CancelSignal
+from dsh_host.agent.decisions import Allow, Block, PromptDecision
+from dsh_host.agent.errors import render_error
+from dsh_host.agent.inbox import ABSENT, InboxRecord
+from dsh_host.agent.reconstruct import rebuild_request, request_json
+
+__all__ = [
+    "ABSENT",
+    "Agent",
+    "Allow",
+    "Block",
+    "CancelSignal",
+    "InboxRecord",
+    "PromptDecision",
+    "Status",
+    "rebuild_request",
+    "render_error",
+    "request_json",
+]
