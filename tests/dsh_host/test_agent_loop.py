@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from dsh_host import hookimpl
-from dsh_host.agent import Agent, rebuild_request
+from dsh_host.agent import Agent, rebuild_request, request_json
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import (
     error_finish_response,
@@ -388,13 +388,18 @@ def test_agent_options_are_validated(tmp_path):
 async def test_create_from_a_resolved_model(tmp_path):
     host = start_host(tmp_path)
     try:
-        agent = Agent.create(host, fixed_session(tmp_path), host.models.resolve("scripted"))
+        resolved = host.models.resolve("scripted")
+        agent = Agent.create(host, fixed_session(tmp_path), resolved)
         assert (agent.provider, agent.model) == ("scripted", "scripted")
         agent.send("hello")
         await agent.wait_idle()
-        [message] = [e for e in agent.session.events if e.type == "assistant/message"]
-        assert message.data["content"] == [text("Scripted reply: hello")]
         await agent.dispose()
+
+        events = agent.session.events
+        [message] = [e for e in events if e.type == "assistant/message"]
+        assert message.data["content"] == [text("Scripted reply: hello")]
+        [step_start] = [e for e in events if e.type == "step/start"]
+        assert request_json(resolved.adapter.requests[0]) == rebuild_request(events, step_start.seq)
     finally:
         host.close()
 

@@ -122,3 +122,19 @@ async def test_steering_pending_at_a_block_becomes_the_next_turn(tmp_path):
         assert [e.data["content"] for e in h.of("user/message")] == [[text("rescued")]]
         assert [e.data["content"] for e in h.of("context/message")] == [[text("note")]]
         assert request_texts(h.requests[0]) == ["rescued", "note"]
+
+
+async def test_steering_queued_before_the_turn_opens_joins_step_one(tmp_path):
+    async with agent_harness(tmp_path, [text_response("ok")]) as h:
+        h.agent.on_status(lambda status: status == "running" and h.agent.steer("early", contexts=[NOTE]))
+        await h.run("go")
+
+        assert h.types()[:5] == [
+            "turn/start",
+            "user/message",
+            "steering/message",
+            "context/message",
+            "step/start",
+        ]
+        assert request_texts(h.requests[0]) == ["go", "early", "note"]
+        assert len(h.requests) == 1

@@ -42,9 +42,13 @@ DEFAULT_MAX_PARALLEL_TOOLS = 10
 class Agent:
     """An agent over `session`, talking to `adapter` as `provider`/`model`.
 
-    Tools come from the `dsh_register_tools` hook, collected once when the agent is built.
-    `system` is the system prompt (None: none). At most `max_parallel_tools` tool calls of one
-    model response run at a time.
+    Tools come from the `dsh_register_tools` hook, collected once when the agent is built
+    (`tools`, by name); they run in `cwd`, the session's directory. `system` is the system
+    prompt (None: none); changing it between turns logs a `change` header. At most
+    `max_parallel_tools` tool calls of one model response run at a time.
+
+    To follow a turn as it streams, subscribe to the session (`assistant/chunk` events carry
+    the deltas) and to `on_status`; `await wait_idle()` returns when the queue is done.
     """
 
     def __init__(
@@ -166,7 +170,7 @@ class Agent:
         self._emit_queued(record, steering=True)
 
     def inject(self, content: Any, *, source: Mapping[str, Any] | None = None, meta: Any = ABSENT) -> None:
-        """Add a context message without running the model.
+        """Add a context message (content as for `send`) without running the model.
 
         Inside an open turn (decided from the log) it is appended at once, or after the running
         tool batch; otherwise it gets a turn of its own: `turn/start` (trigger `injection`),

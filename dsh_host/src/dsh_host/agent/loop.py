@@ -137,7 +137,7 @@ class Turn:
 
     def __init__(
         self, agent: Agent, number: int, signal: CancelSignal, inbox: Inbox, headers: RequestHeaderLog
-    ):
+    ) -> None:
         self.agent = agent
         self.session = agent.session
         self.number = number
