@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from dsh_compact.pairing import balanced_after, balanced_before
@@ -16,7 +17,12 @@ from dsh_host.config import load_config
 from dsh_host.hookspecs import hookimpl
 from dsh_host.host import Host
 from dsh_host.models.base import ModelFailure, ModelRequest
-from dsh_host.models.scripted import ScriptedAdapter, text_response, tool_call_response
+from dsh_host.models.scripted import (
+    ScriptedAdapter,
+    error_finish_response,
+    text_response,
+    tool_call_response,
+)
 from dsh_host.session.session import Session
 from dsh_host.session.surface import classify
 from dsh_host.tools.base import Tool, ToolResult
@@ -138,9 +144,13 @@ def overflow_once(request: ModelRequest) -> list:
     raise ModelFailure("prompt is too long for the context window", "CONTEXT_WINDOW_EXCEEDED")
 
 
-async def test_context_overflow_recovery_compacts_and_retries(tmp_path) -> None:
+IN_BAND_OVERFLOW = error_finish_response("prompt is too long", "CONTEXT_WINDOW_EXCEEDED")
+
+
+@pytest.mark.parametrize("overflow", [overflow_once, IN_BAND_OVERFLOW], ids=["thrown", "in-band"])
+async def test_context_overflow_recovery_compacts_and_retries(tmp_path, overflow) -> None:
     models = ScriptedModels(
-        [text_response("noted"), overflow_once, text_response("recovered")],
+        [text_response("noted"), overflow, text_response("recovered")],
         summary="RECOVERY CHECKPOINT",
         window=100_000,
     )

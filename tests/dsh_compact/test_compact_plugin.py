@@ -10,11 +10,12 @@ from types import SimpleNamespace
 import pytest
 
 from dsh_compact import plugin
+from dsh_compact.errors import CompactionError
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.service import CompactionService
 from dsh_host.cli.main import main
 from dsh_host.config import load_config
-from dsh_host.errors import PluginError
+from dsh_host.errors import ConfigError, PluginError
 from dsh_host.host import Host
 
 SCRIPTED = {"provider": "scripted", "model": "scripted"}
@@ -195,12 +196,16 @@ def test_slash_command_compacts_the_ui_session(tmp_path, fx) -> None:
             session = host.sessions.create(str(tmp_path))
             fx.conversation(4, session=session, header={"header": {"config": SCRIPTED}, "reason": "initial"})
             session.append("turn/end", {"turn": 5, "reason": {"kind": "completed"}})
-            ui = SimpleNamespace(
-                agent=SimpleNamespace(session=session, host=host, provider="scripted", model="x")
-            )
+            agent = SimpleNamespace(session=session, host=host, provider="scripted", model="x", status="idle")
+            ui = SimpleNamespace(agent=agent)
             first = await handler(ui, " 0 ")
-            with pytest.raises(Exception, match="/compact takes an optional number of tokens"):
+            with pytest.raises(ConfigError, match="/compact takes an optional number of tokens"):
                 await handler(ui, "lots")
+            agent.status = "running"
+            before = session.seq
+            with pytest.raises(CompactionError, match="the agent is busy"):
+                await handler(ui, "")
+            assert session.seq == before
             return first, session.id
 
     line, session_id = asyncio.run(run())

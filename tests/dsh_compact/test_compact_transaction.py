@@ -335,6 +335,18 @@ async def test_a_surface_append_during_summarization_fails_the_compaction(fx) ->
     assert "compact/summary" not in [e.type for e in session.events]
 
 
+async def test_the_turn_must_stay_open_during_summarization(fx) -> None:
+    session = fx.conversation(2)
+
+    def end_turn(s):
+        s.append("turn/end", {"turn": 3, "reason": {"kind": "completed"}})
+
+    with pytest.raises(CompactionError, match="compaction: turn 3 ended during summarization"):
+        await service_for(fx.StubSummarizer(during=end_turn)).compact_region(session, 1, 4)
+    assert "compact/summary" not in [e.type for e in session.events]
+    assert session.surface.replace_generation == 0
+
+
 async def test_a_summary_that_is_not_smaller_is_refused(fx) -> None:
     session = fx.conversation(2)
     big = [fx.text(f"block {i}") for i in range(100)]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dsh_compact.errors import CompactionError
 from dsh_compact.transaction import CompactionResult
 from dsh_host.errors import ConfigError
 
@@ -57,6 +58,9 @@ async def compact_slash_command(ui: Any, argument: str) -> str:
     if argument and not (argument.isascii() and argument.isdigit()):
         raise ConfigError(f"/compact takes an optional number of tokens to keep, got {argument!r}")
     agent = ui.agent
+    # Compacting under a running turn would race the loop; the loop relieves pressure itself.
+    if agent.status == "running":
+        raise CompactionError("the agent is busy: run /compact when the turn has ended")
     service: CompactionService = agent.host.services.compact
     result = await service.compact_now(agent, retain_tokens=int(argument) if argument else None)
     return describe(agent.session.id, result)

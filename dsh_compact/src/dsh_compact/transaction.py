@@ -77,8 +77,8 @@ async def compact_region(
 
     Raises `CompactionError` without writing anything when the range is not on the surface, is
     reversed, would split a tool-call/result pair, when no turn is open, or while another
-    compaction is in progress. A failure once the lock is taken is logged in `compact/end` and
-    re-raised.
+    compaction is in progress. Once the lock is taken, the surface must not change and the turn
+    must not end during summarization; a failure is logged in `compact/end` and re-raised.
     """
     session = agent.session
     nodes = session.surface.nodes
@@ -119,6 +119,9 @@ async def compact_region(
         summary = await summarizer.summarize(build_summarization_input(session, shadowed), agent, signal)
         if meter.measure(session).nodes != locked.nodes:
             raise CompactionError("compaction: session surface changed during summarization")
+        # Log-only appends are fine, but the checkpoint must land in the turn that took the lock.
+        if inspect_turn_tail(session) != TurnTail(turn, compacting=True):
+            raise CompactionError(f"compaction: turn {turn} ended during summarization")
         framed = frame(summary.blocks)
         framed_tokens = meter.estimate_message({"role": "user", "content": framed})
         if framed_tokens >= shadowed_tokens:
