@@ -10,6 +10,7 @@ import click
 from dsh_compact.errors import CompactionError
 from dsh_compact.transaction import CompactionResult
 from dsh_host.errors import ConfigError
+from dsh_host.tui.terminal_text import display_inline_text
 
 if TYPE_CHECKING:
     from dsh_compact.service import CompactionService
@@ -49,7 +50,8 @@ async def _compact_stored(host: Host, session_id: str, retain_tokens: int | None
         result = await service.compact_now(session, retain_tokens=retain_tokens)
     finally:
         await host.sessions.flush(session)
-    return describe(session_id, result)
+    # The id is untrusted text on its way to a terminal (the chat UI escapes its notices itself).
+    return describe(display_inline_text(session_id), result)
 
 
 async def compact_slash_command(ui: Any, argument: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, Literal
 
 from dsh_compact.config import CompactConfig, TargetPolicy, TargetPressureConfigError
@@ -31,7 +32,7 @@ CapacityLookup = Callable[[ModelTarget], int | None]
 
 Flush = Callable[[Session], Awaitable[None]]
 
-USER_SOURCE: Mapping[str, str] = {"kind": "user"}
+USER_SOURCE: Mapping[str, str] = MappingProxyType({"kind": "user"})
 
 
 class CompactionService:
