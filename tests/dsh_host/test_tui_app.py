@@ -27,7 +27,7 @@ from dsh_host import hookimpl
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
-from dsh_session_reference import format_mention
+from dsh_session_reference import format_mention, parse_text, render_error_chain
 
 ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
@@ -268,7 +268,15 @@ async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the
 # --- T3: fallbacks ------------------------------------------------------------------------------------
 
 
-class ScriptedCandidates:
+class MentionHelpers:
+    """What a real session-reference service exposes for parsing mentions."""
+
+    parse_text = staticmethod(parse_text)
+    format_mention = staticmethod(format_mention)
+    describe_error = staticmethod(render_error_chain)
+
+
+class ScriptedCandidates(MentionHelpers):
     """A session-reference service whose candidate lookups behave per query."""
 
     def __init__(self) -> None:
@@ -328,8 +336,9 @@ async def test_a_failed_reference_restores_the_input_and_says_why(ref_host, work
 async def test_references_without_the_service(bare_host, workspace):
     target = bare_host.sessions.create(str(workspace), "main-session")
     async with open_chat(bare_host, target) as chat:
+        # Without the service nothing parses mentions: reference-shaped text is refused.
         await chat.type_until(
-            "use dsh-session:IiJ" + ENTER, lambda: "Invalid session reference" in chat.transcript
+            "use dsh-session:IiJ" + ENTER, lambda: "Session reference capability unavailable." in chat.transcript
         )
         assert chat.ui.buffer.text == "use dsh-session:IiJ"
         await chat.clear()
@@ -347,7 +356,7 @@ class Prepared:
     contexts: list[Any]
 
 
-class ManualReferences:
+class ManualReferences(MentionHelpers):
     """A session-reference service whose preparations the test settles."""
 
     def __init__(self) -> None:

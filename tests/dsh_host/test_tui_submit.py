@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh_host.tui.submit import CAPABILITY_UNAVAILABLE, Submitter, load_mention_syntax
-from dsh_session_reference import SessionReferenceError, format_mention
+from dsh_host.tui.submit import CAPABILITY_UNAVAILABLE, Submitter
+from dsh_session_reference import SessionReferenceError, format_mention, parse_text, render_error_chain
 
 CONTEXT = {
     "source": {"kind": "plugin", "plugin": "session-reference"},
@@ -63,6 +63,10 @@ class Prepared:
 class References:
     """A session-reference service whose `prepare` the test settles by hand."""
 
+    parse_text = staticmethod(parse_text)
+    format_mention = staticmethod(format_mention)
+    describe_error = staticmethod(render_error_chain)
+
     def __init__(self) -> None:
         self.calls: list[tuple[Any, list[Any], list[Any], asyncio.Event]] = []
         self.outcome: asyncio.Future[Any] | None = None
@@ -78,7 +82,7 @@ class References:
 
 
 class Harness:
-    def __init__(self, *, service: Any = None, mentions: Any = "default") -> None:
+    def __init__(self, *, service: Any = None) -> None:
         self.editor = Editor()
         self.agent = Agent()
         self.service = service
@@ -91,7 +95,6 @@ class Harness:
             service=lambda: self.service,
             run_command=self.commands.append,
             notify_error=self.errors.append,
-            mentions=load_mention_syntax() if mentions == "default" else mentions,
             on_change=self._changed,
         )
 
@@ -161,7 +164,7 @@ def test_mentions_inside_commands_are_never_parsed():
 
 
 def test_an_invalid_reference_refuses_the_message_and_restores_the_input():
-    h = Harness()
+    h = Harness(service=References())
     h.type_and_submit("use dsh-session:IiJ")
     assert h.agent.sent == []
     assert h.editor.text == "use dsh-session:IiJ"
@@ -179,10 +182,12 @@ def test_a_reference_without_the_service_is_refused():
     assert h.errors == [CAPABILITY_UNAVAILABLE]
 
 
-def test_without_the_mention_package_text_goes_out_as_typed():
-    h = Harness(mentions=None)
-    h.type_and_submit(f"use {SOURCE}")
-    assert h.agent.sent == [(text(f"use {SOURCE}"), [])]
+def test_without_the_service_text_without_references_goes_out_as_typed():
+    h = Harness(service=None)
+    h.type_and_submit("what is a dsh-session: URI? see @[x](https://example.test)")
+    assert h.agent.sent == [(text("what is a dsh-session: URI? see @[x](https://example.test)"), [])]
+    h.type_and_submit("use dsh-session:IiJ")  # reference-shaped: refused, not parsed
+    assert h.errors == [CAPABILITY_UNAVAILABLE]
 
 
 def test_a_disposed_agent_gets_nothing_and_says_so():

@@ -51,7 +51,7 @@ from dsh_host.asyncs import resolve
 from dsh_host.tui import render
 from dsh_host.tui.completion import MentionCompleter, SessionSource, iso_utc
 from dsh_host.tui.file_search import WorkspaceFileSearch
-from dsh_host.tui.submit import Submitter, load_mention_syntax
+from dsh_host.tui.submit import Submitter, mention_syntax
 from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text, display_text, js_trim
 
 if TYPE_CHECKING:
@@ -225,7 +225,6 @@ class ChatUI:
     ) -> None:
         self.host = host
         self._agent_factory = agent_factory
-        self._mentions = load_mention_syntax()
         # Running command handlers (cancelled on close) and reference preparations (signalled
         # through the submitter instead, so a late result is dropped rather than interrupted).
         self._commands_running: set[asyncio.Future[Any]] = set()
@@ -264,7 +263,6 @@ class ChatUI:
             service=lambda: self.host.services.get("session_references"),
             run_command=self.run_command,
             notify_error=self.error,
-            mentions=self._mentions,
             on_change=self.app.invalidate,
         )
         self._watch()
@@ -391,9 +389,10 @@ class ChatUI:
 
     def _session_source(self) -> SessionSource | None:
         service = self.host.services.get("session_references")
-        if service is None or self._mentions is None:
+        mentions = mention_syntax(service)
+        if mentions is None:
             return None
-        return SessionSource(service, lambda: self.agent, self._mentions.format_mention)
+        return SessionSource(service, lambda: self.agent, mentions.format_mention)
 
     # --- events -----------------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """What Enter does with the editor's text: run a command, send, steer, or prepare references first.
 
 The flow is independent of prompt_toolkit: `Submitter` drives anything with a `text` attribute
-and `add_history`, so it is tested with a plain object. Session mentions are parsed with the
-pure helpers of `dsh_session_reference` when that package is installed; without it there is no
-mention syntax and every message goes out as typed.
+and `add_history`, so it is tested with a plain object. Session mentions are parsed by the
+mounted session-reference service. Without it no code of that feature runs: a message that
+merely looks like it holds a reference is refused with "capability unavailable" (sending the
+raw markup would hand the model a URI it cannot use), and every other message goes out as typed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,17 +41,16 @@ class MentionSyntax:
     format_mention: Callable[..., str]
 
 
-def load_mention_syntax() -> MentionSyntax | None:
-    """The mention helpers of `dsh_session_reference`, or None when it is not installed.
+# The shape of a reference (a bare `dsh-session:` URI or an explicit mention's target), recognised
+# without the feature's parser so a host without the service can refuse rather than mis-send.
+REFERENCE_SHAPE = re.compile(r"dsh-session:[A-Za-z0-9_-]|\]\(dsh-session:")
 
-    Parsing does not need the plugin to be mounted: a host without the service still refuses
-    a message whose mention it cannot honour, rather than sending the raw markup.
-    """
-    try:
-        import dsh_session_reference as references
-    except ImportError:
+
+def mention_syntax(service: Any) -> MentionSyntax | None:
+    """The mention helpers a session-reference service exposes, or None without a service."""
+    if service is None:
         return None
-    return MentionSyntax(references.parse_text, references.render_error_chain, references.format_mention)
+    return MentionSyntax(service.parse_text, service.describe_error, service.format_mention)
 
 
 def agent_id(agent: Any) -> str:
@@ -74,7 +75,6 @@ class Submitter:
         service: Callable[[], Any],
         run_command: Callable[[str], None],
         notify_error: Callable[[str], None],
-        mentions: MentionSyntax | None,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._editor = editor
@@ -82,7 +82,6 @@ class Submitter:
         self._service = service
         self._run_command = run_command
         self._notify_error = notify_error
-        self._mentions = mentions
         self._on_change = on_change
         self._pending: asyncio.Event | None = None
         self._disposed = False
@@ -105,29 +104,30 @@ class Submitter:
             self._editor.add_history(text)
             self._run_command(text)
             return None
-        if self._mentions is None:
+        service = self._service()
+        mentions = mention_syntax(service)
+        if mentions is None:
+            if REFERENCE_SHAPE.search(text):
+                self._restore(value)
+                self._notify_error(CAPABILITY_UNAVAILABLE)
+                return None
             self._editor.add_history(text)
             self._dispatch([_text_block(text)], [])
             return None
         try:
-            parsed = self._mentions.parse_text(text)
+            parsed = mentions.parse_text(text)
         except Exception as exc:  # noqa: BLE001 - any parse failure refuses the message
             self._restore(value)
-            self._notify_error(f"Invalid session reference: {self._mentions.describe_error(exc)}")
+            self._notify_error(f"Invalid session reference: {mentions.describe_error(exc)}")
             return None
         if not parsed.references:
             self._editor.add_history(text)
             self._dispatch([_text_block(parsed.text)], [])
             return None
-        service = self._service()
-        if service is None:
-            self._restore(value)
-            self._notify_error(CAPABILITY_UNAVAILABLE)
-            return None
         self._pending = asyncio.Event()
         self._on_change()
         return asyncio.get_running_loop().create_task(
-            self._prepare_and_dispatch(service, value, text, parsed, self._pending)
+            self._prepare_and_dispatch(service, mentions, value, text, parsed, self._pending)
         )
 
     def dispose(self) -> None:
@@ -137,9 +137,8 @@ class Submitter:
             self._pending.set()
 
     async def _prepare_and_dispatch(
-        self, service: Any, value: str, text: str, parsed: Any, cancel: asyncio.Event
+        self, service: Any, mentions: MentionSyntax, value: str, text: str, parsed: Any, cancel: asyncio.Event
     ) -> None:
-        assert self._mentions is not None
         try:
             prepared = await service.prepare(
                 self._agent(), [_text_block(parsed.text)], parsed.references, cancel
@@ -147,7 +146,7 @@ class Submitter:
         except Exception as exc:  # noqa: BLE001 - every failure is reported the same way
             if not self._disposed and not cancel.is_set():
                 self._restore(value)
-                self._notify_error(f"Session reference failed: {self._mentions.describe_error(exc)}")
+                self._notify_error(f"Session reference failed: {mentions.describe_error(exc)}")
         else:
             if not self._disposed:
                 self._editor.add_history(text)
