@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
-from dsh_host.session.events import SessionHeader, event_from_json
-from dsh_host.session.session import Session
+from dsh_host.session.events import event_from_json
 from dsh_host.titles import (
     FALLBACK_MAX_BYTES,
     FALLBACK_MAX_WORDS,
@@ -16,7 +14,6 @@ from dsh_host.titles import (
     fallback_title,
     latest_title,
     normalize_title,
-    title_listener,
 )
 
 # -- normalisation ------------------------------------------------------------------------------
@@ -158,15 +155,14 @@ def test_the_latest_title_event_wins(log_builder):
     assert latest_title([]) is None
 
 
-async def test_the_first_eligible_prompt_titles_the_session_once(log_builder):
+async def test_the_first_eligible_prompt_titles_the_session_once(host, log_builder):
     L = log_builder
-    session = Session(SessionHeader(id="s", created_at=0))
-    session.subscribe(title_listener)
+    session = host.sessions.create("/w", "s")
     session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
     session.append(
         "user/message", L.user_data("  Build\nlog-backed session titles please  "), surface_op="append"
     )
-    await asyncio.sleep(0)  # the title is written from the event loop, never on the prompt path
+    await host.sessions.flush(session)  # the title is written with the prompt's first flush
     title = session.events[2]
     assert title.type == "session/title"
     assert dict(title.data) == {
@@ -175,15 +171,16 @@ async def test_the_first_eligible_prompt_titles_the_session_once(log_builder):
         "source": {"kind": "fallback"},
     }
     assert session.surface.nodes == [1]
+    assert host.store.read_title("s").title == "Build log-backed session titles please"
     session.append("user/message", L.user_data("a different prompt"), surface_op="append")
-    await asyncio.sleep(0)
+    await host.sessions.flush(session)
     assert [e.type for e in session.events].count("session/title") == 1
 
 
-async def test_ineligible_prompts_give_no_title_and_a_later_one_does(log_builder):
+async def test_ineligible_prompts_give_no_title_and_a_later_one_does(host, log_builder):
     L = log_builder
-    session = Session(SessionHeader(id="s", created_at=0))
-    session.subscribe(title_listener)
+    session = host.sessions.create(None, "s")
+    session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
     session.append("user/message", L.user_data("x", {"kind": "plugin", "plugin": "p"}), surface_op="append")
     session.append(
         "user/message",
@@ -191,20 +188,24 @@ async def test_ineligible_prompts_give_no_title_and_a_later_one_does(log_builder
         surface_op="append",
     )
     session.append("user/message", L.user_data("   "), surface_op="append")
-    await asyncio.sleep(0)
+    await host.sessions.flush(session)
     assert latest_title(session.events) is None
     session.append("user/message", L.user_data("now a title"), surface_op="append")
-    await asyncio.sleep(0)
+    await host.sessions.flush(session)
     assert latest_title(session.events)["title"] == "now a title"
-    assert latest_title(session.events)["messageSeqs"] == [3]
+    assert latest_title(session.events)["messageSeqs"] == [4]
 
 
-def test_without_an_event_loop_no_title_is_written(log_builder):
+async def test_a_title_due_after_the_turn_closed_gets_a_turn_of_its_own(host, log_builder):
     L = log_builder
-    session = Session(SessionHeader(id="s", created_at=0))
-    session.subscribe(title_listener)
-    session.append("user/message", L.user_data("hello"), surface_op="append")
-    assert session.seq == 1
+    session = host.sessions.create(None, "s")
+    session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
+    session.append("user/message", L.user_data("hello there"), surface_op="append")
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "aborted"}})
+    await host.sessions.flush(session)
+    assert [e.type for e in session.events[3:]] == ["turn/start", "session/title", "turn/end"]
+    assert session.events[3].data == {"turn": 2, "trigger": {"kind": "session-title"}}
+    assert session.events[5].data == {"turn": 2, "reason": {"kind": "completed"}}
 
 
 # -- interop with the reference -----------------------------------------------------------------

@@ -2,21 +2,19 @@
 
 Titles are log-only `session/title` events; the latest one wins. The default provider titles a
 session from its first direct user message (the envelope's display content, so a baked
-snapshot never becomes a title) the first time one is appended.
+snapshot never becomes a title); the session registry writes that title when it flushes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_host.session.events import display_prompt_content, text_of
 
 if TYPE_CHECKING:
     from dsh_host.session.events import Event
-    from dsh_host.session.session import Session
 
 # The reference's defaults: every fallback title in ../shared/fixtures/reference-logs is the
 # first 5 words of its prompt capped at 40 UTF-8 bytes.
@@ -63,7 +61,9 @@ def normalize_title(text: str, max_bytes: int) -> str:
     return _truncate_utf8(_clean(text), max_bytes)
 
 
-def fallback_title(text: str, max_words: int = FALLBACK_MAX_WORDS, max_bytes: int = FALLBACK_MAX_BYTES) -> str:
+def fallback_title(
+    text: str, max_words: int = FALLBACK_MAX_WORDS, max_bytes: int = FALLBACK_MAX_BYTES
+) -> str:
     """The first `max_words` words of the cleaned text, capped at `max_bytes` UTF-8 bytes."""
     _check_limit("maxWords", max_words)
     _check_limit("maxBytes", max_bytes)
@@ -98,27 +98,13 @@ def latest_title(events: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def title_listener(session: Session, event: Event) -> None:
-    """Session listener: title the session from its first eligible prompt, once.
-
-    Listeners cannot append re-entrantly, so the write is deferred to the event loop; it lands
-    in the open turn, right after whatever the agent appends synchronously.
-    """
-    if event.type != "user/message" or any(e.type == "session/title" for e in session.events):
-        return
-    text = eligible_title_text(event)
-    if text is None:
-        return
-    title = fallback_title(text)
-    if not title:
-        return
-    data = {"title": title, "messageSeqs": [event.seq], "source": {"kind": "fallback"}}
-
-    def write() -> None:
-        if not any(e.type == "session/title" for e in session.events):
-            session.append("session/title", data)
-
-    try:
-        asyncio.get_running_loop().call_soon(write)
-    except RuntimeError:
-        return  # no event loop: nothing is running a turn, so there is nothing to title
+def fallback_title_data(events: Iterable[Event]) -> dict[str, Any] | None:
+    """The `session/title` data for the first eligible prompt among `events`, if any."""
+    for event in events:
+        text = eligible_title_text(event)
+        if text is None:
+            continue
+        title = fallback_title(text)
+        if title:
+            return {"title": title, "messageSeqs": [event.seq], "source": {"kind": "fallback"}}
+    return None

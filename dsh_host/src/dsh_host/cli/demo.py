@@ -23,6 +23,7 @@ from dsh_host.cli.sessions import describe_event
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
+from dsh_host.tui.terminal_text import display_inline_text
 
 REQUIRED = ("compact", "session-reference")
 
@@ -34,6 +35,7 @@ SOURCE_TURNS = (
     "Open question: should titles live in the sessions table? Yes: keep the latest title there so listing "
     "10,000 sessions reads no log. Please remember these decisions for the next conversation.",
 )
+DEMO_RETAIN_TOKENS = 60
 TARGET_PROMPT = "Using {mention}, what did we decide about storage, and why?"
 
 
@@ -58,7 +60,7 @@ def demo(host: Host, data_dir: Path | None) -> None:
     env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": "fs-read,compact,session-reference"}
     demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
     try:
-        asyncio.run(_scenario(demo_host, Console(highlight=False, soft_wrap=True)))
+        asyncio.run(_scenario(demo_host, Console(highlight=False)))
     finally:
         demo_host.close()
     click.echo("")
@@ -74,16 +76,17 @@ async def _scenario(host: Host, console: Console) -> None:
         agent.send([{"type": "text", "text": text}])
         await agent.wait_idle()
     await agent.dispose()
-    result = await host.services.compact.compact_session(source, host.models.resolve("scripted"))
+    # Keep only the latest exchange verbatim: everything older folds into the checkpoint.
+    result = await host.services.compact.compact_now(agent, retain_tokens=DEMO_RETAIN_TOKENS)
     await host.sessions.flush(source)
     _section(console, f"Source session {source.id}: its log ({source.seq} events)")
-    for event in source.events:
-        console.print(describe_event(json.loads(event.to_line())), markup=False)
+    for line in log_lines([json.loads(event.to_line()) for event in source.events]):
+        console.print(line, markup=False, no_wrap=True, overflow="ellipsis")
     shadowed = len(result.shadowed_seqs) if result is not None else 0
     _section(console, f"Source surface after compaction ({shadowed} messages folded into a checkpoint)")
     snapshot = await host.services.session_query.read_surface(source.id)
     for event in snapshot.events:
-        console.print(describe_event(event), markup=False)
+        console.print(describe_event(event), markup=False, no_wrap=True, overflow="ellipsis")
 
     target = host.sessions.create(cwd)
     target_agent = start_agent(host, target, model_spec="scripted", announce=False)
@@ -107,6 +110,28 @@ async def _scenario(host: Host, console: Console) -> None:
     for index, block in enumerate(last["content"]):
         console.print(f"[bold]block {index}[/bold] ({block['type']}):")
         console.print(block.get("text", ""), markup=False)
+
+
+def log_lines(events: list[dict[str, Any]]) -> list[str]:
+    """One line per event, with each run of stream chunks folded into one line."""
+    lines: list[str] = []
+    run: list[dict[str, Any]] = []
+
+    def close_run() -> None:
+        if run:
+            text = "".join(e["data"]["chunk"].get("text", "") for e in run)
+            first, last = run[0]["seq"], run[-1]["seq"]
+            lines.append(f"{first:>6}..{last} assistant/chunk x{len(run)}  {display_inline_text(text)[:100]}")
+            run.clear()
+
+    for event in events:
+        if event["type"] == "assistant/chunk":
+            run.append(event)
+            continue
+        close_run()
+        lines.append(describe_event(event))
+    close_run()
+    return lines
 
 
 def _last_request(agent: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dsh_host.session.events import SessionHeader
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.sqlite import StoreError
-from dsh_host.titles import title_listener
+from dsh_host.titles import fallback_title_data, latest_title
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -31,8 +31,11 @@ class SessionRegistry:
     def __init__(self, host: Host) -> None:
         self._host = host
         self._live: dict[str, Session] = {}
+        self._untitled: set[str] = set()
 
-    def create(self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None) -> Session:
+    def create(
+        self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None
+    ) -> Session:
         """A new live session (persisted from its first flush on)."""
         sid = session_id if session_id is not None else new_session_id()
         if sid in self._live:
@@ -41,8 +44,8 @@ class SessionRegistry:
             raise StoreError(f"session {sid!r} already has a persisted log")
         header = SessionHeader(id=sid, created_at=created_at if created_at is not None else now_ms(), cwd=cwd)
         session = Session(header)
-        session.subscribe(title_listener)
         self._live[sid] = session
+        self._untitled.add(sid)
         return session
 
     def get(self, session_id: str) -> Session | None:
@@ -57,7 +60,8 @@ class SessionRegistry:
             return self._live[session_id]
         header, events = self._host.store.read_events(session_id)
         session = Session(header, events)
-        session.subscribe(title_listener)
+        if latest_title(events) is None:
+            self._untitled.add(session_id)
         for closer in interrupted_turn_closers(events):
             session.append_raw(closer)
         self._live[session_id] = session
@@ -65,12 +69,28 @@ class SessionRegistry:
         return session
 
     async def flush(self, session: Session) -> None:
-        """Make every pending event of `session` durable, in one transaction."""
+        """Make every pending event of `session` durable, in one transaction.
+
+        An untitled session whose pending events hold its first direct prompt gets its
+        fallback title here, in the same batch, so a title is never lost to a crash window.
+        """
+        if session.id in self._untitled:
+            self._title(session)
         batch = session.take_pending()
         if not batch:
             return
         self._host.store.append(session.header, batch)
         session.mark_flushed(len(batch))
+
+    def _title(self, session: Session) -> None:
+        if any(e.type == "session/title" for e in session.pending):
+            self._untitled.discard(session.id)
+            return
+        data = fallback_title_data(session.pending)
+        if data is None:
+            return
+        self._untitled.discard(session.id)
+        append_out_of_band(session, "session/title", data, {"kind": "session-title"})
 
     async def close(self) -> None:
         """Flush every live session and forget them."""
@@ -80,4 +100,17 @@ class SessionRegistry:
 
     def forget(self, session_id: str) -> None:
         self._live.pop(session_id, None)
+        self._untitled.discard(session_id)
 
+
+def append_out_of_band(session: Session, type: str, data: dict, trigger: dict) -> None:
+    """Append a log-only event: into the open turn, or inside a zero-step turn of its own."""
+    if session.open_turn() is not None:
+        session.append(type, data)
+        return
+    turn = session.last_turn_number() + 1
+    session.append("turn/start", {"turn": turn, "trigger": trigger})
+    try:
+        session.append(type, data)
+    finally:
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
