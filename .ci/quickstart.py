@@ -3,7 +3,8 @@
 import re
 import sys
 
-text = open(sys.argv[1], encoding="utf-8").read()
+with open(sys.argv[1], encoding="utf-8") as readme:
+    text = readme.read()
 section = re.split(r"^#+\s*quick\s*start\s*$", text, maxsplit=1, flags=re.IGNORECASE | re.MULTILINE)[1]
 block = re.search(r"^```sh\n(.*?)^```", section, flags=re.DOTALL | re.MULTILINE).group(1)
 for line in block.splitlines():

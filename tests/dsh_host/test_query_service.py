@@ -77,14 +77,15 @@ async def test_captured_through_seq_counts_log_only_events(host, log_builder):
 async def test_a_live_session_is_answered_from_memory(host, log_builder):
     L = log_builder
     query = host.services.session_query
-    session = live_session(host, L, "s", [L.raw("turn/start", 0), L.user(1, "flushed")])
-    await host.sessions.flush(session)
-    session.append_raw(L.user(2, "only in memory"))
+    start = L.raw("turn/start", 0, {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
+    session = live_session(host, L, "s", [start, L.user(1, "flushed")])
+    await host.sessions.flush(session)  # also writes the session's title, at seq 2
+    session.append_raw(L.user(3, "only in memory"))
 
     snapshot = await query.read_surface("s")
-    assert [e["seq"] for e in snapshot.events] == [1, 2]
-    assert snapshot.captured_through_seq == 2
-    assert [e["seq"] for e in await query.read_events("s")] == [0, 1, 2]
+    assert [e["seq"] for e in snapshot.events] == [1, 3]
+    assert snapshot.captured_through_seq == 3
+    assert [e["seq"] for e in await query.read_events("s")] == [0, 1, 2, 3]
     assert [e["seq"] for e in host.store.read_surface("s").events] == [1]  # the store is behind
 
     # The store is never touched for a live session.
@@ -212,8 +213,8 @@ async def test_the_query_service_reads_a_store_written_by_another_host(tmp_path,
         session = writer.sessions.create("/w", "s")
         for raw in spec_2_4_f(log_builder):
             session.append_raw(raw)
-        written = list(session.events)
         await writer.sessions.close()
+        written = list(session.events)  # closing flushed the log (and titled the session)
     with Host.start(load_config(env=env, cwd=tmp_path)) as reader:
         query = reader.services.session_query
         assert [(r.id, r.live, r.persisted) for r in await query.list_sessions()] == [("s", False, True)]

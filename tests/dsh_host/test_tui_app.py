@@ -338,7 +338,8 @@ async def test_references_without_the_service(bare_host, workspace):
     async with open_chat(bare_host, target) as chat:
         # Without the service nothing parses mentions: reference-shaped text is refused.
         await chat.type_until(
-            "use dsh-session:IiJ" + ENTER, lambda: "Session reference capability unavailable." in chat.transcript
+            "use dsh-session:IiJ" + ENTER,
+            lambda: "Session reference capability unavailable." in chat.transcript,
         )
         assert chat.ui.buffer.text == "use dsh-session:IiJ"
         await chat.clear()

@@ -21,7 +21,5 @@ def is_compact_checkpoint_source(source: Any) -> bool:
     backend, so the predicate survives persistence, cloning and JSON round trips.
     """
     return (
-        isinstance(source, Mapping)
-        and source.get("kind") == "plugin"
-        and source.get("plugin") == "compact"
+        isinstance(source, Mapping) and source.get("kind") == "plugin" and source.get("plugin") == "compact"
     )

@@ -100,7 +100,7 @@ def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -
     for name in names:
         try:
             modules[name] = _entry_point(name).load()
-        except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's, reported by name
+        except Exception as exc:
             raise PluginError(f"plugin {name!r} failed to import: {type(exc).__name__}: {exc}") from exc
     return modules
 
@@ -119,7 +119,7 @@ def mount_all(host: Host, names: list[str], modules: Mapping[str, Any]) -> list[
                 pm.subset_hook_caller("dsh_mount", remove_plugins=others)(
                     host=host, config=host.config.plugin_table(name)
                 )
-        except Exception as exc:  # noqa: BLE001 - reported with the plugin's name, then rolled back
+        except Exception as exc:
             host.services.unregister_owned_by(name)
             if pm.is_registered(module):
                 pm.unregister(module)

@@ -93,7 +93,11 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             title = latest_title(session.events)
-            return None if title is None else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
+            return (
+                None
+                if title is None
+                else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
+            )
         stored = await asyncio.to_thread(self._host.store.read_title, session_id)
         return None if stored is None else TitleSnapshot(stored.title, stored.event_seq, stored.updated_at)
 

@@ -9,6 +9,7 @@ for runtime failures; a traceback is printed only with `--debug`.
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -44,6 +45,32 @@ def _global_options(argv: Sequence[str]) -> tuple[str | None, bool, bool]:
     return config, debug, version
 
 
+class _OneLine(logging.Formatter):
+    """Warnings as one line on stderr; tracebacks only with --debug."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__("dsh: %(levelname)s: %(message)s")
+        self._debug = debug
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.levelname = record.levelname.lower()
+        if not self._debug and record.exc_info:
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args = ()
+        return super().format(record)
+
+
+def configure_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine(debug))
+    logger = logging.getLogger("dsh")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logger.propagate = False
+
+
 def build_cli(host: Host) -> click.Group:
     """The root command group: built-in commands plus the mounted plugins' commands."""
 
@@ -74,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if version:
         click.echo(f"dsh {__version__}")
         return 0
+    configure_logging(debug)
     host: Host | None = None
     try:
         host = Host.start(load_config(config_path))

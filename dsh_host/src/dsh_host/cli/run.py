@@ -22,17 +22,25 @@ class PreparationFailed(DshError):
     """A session reference in the prompt could not be prepared; nothing was sent."""
 
 
-def start_agent(host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True) -> Agent:
+def start_agent(
+    host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True
+) -> Agent:
     """An agent on `session` with the configured model; prints the keyless notice once."""
     from dsh_host.agent import Agent
 
     resolved = host.models.resolve(model_spec)
-    if resolved.notice and announce:
-        click.echo(f"dsh: {resolved.notice}", err=True)
+    if announce:
+        notice = resolved.notice
+        if notice is None and resolved.provider == "scripted":
+            notice = 'the scripted model answers (keyless); set [host] model = "openai:deepseek-chat" for a real one'
+        if notice:
+            click.echo(f"dsh: {notice}", err=True)
     return Agent.create(host, session, resolved)
 
 
-async def prepare_message(host: Host, agent: Agent, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+async def prepare_message(
+    host: Host, agent: Agent, text: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Content and contexts for `text`: mentions are prepared only where session-reference is mounted."""
     service = host.services.get("session_references")
     if service is None:
@@ -92,10 +100,14 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
     """Run one headless turn of PROMPT and stream the reply."""
 
     def echo(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader went away (`dsh run ... | head`): keep running the turn quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
 
     session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
     if not as_json:
         click.echo(f"session: {session.id}", err=True)
-

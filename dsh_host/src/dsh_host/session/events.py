@@ -104,7 +104,11 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
         data_text = canonical_text(raw["data"])
     except NotLosslessJson as exc:
         raise InvalidEvent(f'session event "{kind}" carries non-JSON-serializable data ({exc})') from None
-    if kind == "request/header" and isinstance(raw["data"], Mapping) and raw["data"].get("reason") == "fallback":
+    if (
+        kind == "request/header"
+        and isinstance(raw["data"], Mapping)
+        and raw["data"].get("reason") == "fallback"
+    ):
         raise InvalidEvent("legacy request/header reason 'fallback' is not supported")
     return Event(
         type=kind,
@@ -155,7 +159,12 @@ class SessionHeader:
 
     def to_json(self) -> dict[str, Any]:
         """The header line of the JSONL format (`delegationDepth` always written, 0 if absent)."""
-        out: dict[str, Any] = {"type": "session", "version": self.version, "id": self.id, "createdAt": self.created_at}
+        out: dict[str, Any] = {
+            "type": "session",
+            "version": self.version,
+            "id": self.id,
+            "createdAt": self.created_at,
+        }
         if self.cwd is not None:
             out["cwd"] = self.cwd
         if self.parent_session is not None:
@@ -209,6 +218,7 @@ def text_of(blocks: Any, sep: str = "\n") -> str:
     if not isinstance(blocks, list):
         return ""
     return sep.join(
-        b["text"] for b in blocks if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        b["text"]
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
-

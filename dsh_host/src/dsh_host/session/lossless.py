@@ -16,7 +16,8 @@ import json
 import math
 from typing import Any
 
-from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
+from dsh_host.session.frozen import frozen_loads_compact
+
 
 def _encoder() -> Any:
     """Compact, non-ASCII-escaping, NaN-refusing JSON encoding, built once.

@@ -43,7 +43,9 @@ def header_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> b
     if _compact(a.get("messagePrefix", [])) != _compact(b.get("messagePrefix", [])):
         return False
     tools_a, tools_b = a.get("tools", []), b.get("tools", [])
-    return len(tools_a) == len(tools_b) and all(_compact(x) == _compact(y) for x, y in zip(tools_a, tools_b))
+    if len(tools_a) != len(tools_b):
+        return False
+    return all(_compact(x) == _compact(y) for x, y in zip(tools_a, tools_b, strict=True))
 
 
 def fold_request_header(events: Iterable[Event]) -> Mapping[str, Any] | None:

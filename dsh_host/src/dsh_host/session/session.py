@@ -105,8 +105,14 @@ class Session:
         try:
             data_text, frozen = snapshot(data)
         except NotLosslessJson as exc:
-            raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
-        op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
+            raise NotLosslessJson(
+                f'session event "{type}" carries non-JSON-serializable data ({exc})'
+            ) from None
+        op = (
+            surface_op
+            if surface_op is None or surface_op == "append"
+            else frozen_loads(canonical_text(surface_op))
+        )
         event = Event(
             type=type,
             seq=len(self._log),
@@ -118,7 +124,11 @@ class Session:
         )
         if type in ("request/header-delta", "mode/set"):
             raise ValueError(f"legacy event type {type!r} is not supported")
-        if type == "request/header" and isinstance(event.data, Mapping) and event.data.get("reason") == "fallback":
+        if (
+            type == "request/header"
+            and isinstance(event.data, Mapping)
+            and event.data.get("reason") == "fallback"
+        ):
             raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
         self.pending.append(event)
@@ -151,8 +161,10 @@ class Session:
             for listener in list(self._listeners):
                 try:
                     listener(self, event)
-                except Exception:  # noqa: BLE001 - an observer cannot undo a committed append
-                    log.warning("session/event listener failed on %s #%d", event.type, event.seq, exc_info=True)
+                except Exception:
+                    log.warning(
+                        "session/event listener failed on %s #%d", event.type, event.seq, exc_info=True
+                    )
         finally:
             self._publishing = False
 
@@ -185,15 +197,16 @@ class Session:
         """The number of the turn left open at the end of the log, if any."""
         for event in reversed(self._log):
             if event.type == "turn/start":
-                return event.data["turn"]
+                return _turn_of(event)
             if event.type == "turn/end":
                 return None
         return None
 
     def last_turn_number(self) -> int:
+        """The number of the latest turn boundary (0 for none); turn numbers come from the log."""
         for event in reversed(self._log):
             if event.type in ("turn/start", "turn/end"):
-                return event.data["turn"]
+                return _turn_of(event) or 0
         return 0
 
     def take_pending(self) -> list[Event]:
@@ -202,3 +215,9 @@ class Session:
 
     def mark_flushed(self, count: int) -> None:
         del self.pending[:count]
+
+
+def _turn_of(event: Event) -> int | None:
+    # Imported logs are checked for their envelope, not for every type's data shape.
+    turn = event.data.get("turn") if isinstance(event.data, Mapping) else None
+    return turn if type(turn) is int else None

@@ -60,7 +60,9 @@ def plan(event: Event, nodes: Sequence[int], lookup: Callable[[int], Event]) -> 
             raise SurfaceError(f"invalid replace surfaceOp {dict(op)!r}")
         start, end = op["start"], op["end"]
         if not is_safe_int(start) or not is_safe_int(end):
-            raise SurfaceError(f"invalid replace surfaceOp {dict(op)!r}: start and end must be non-negative safe integers")
+            raise SurfaceError(
+                f"invalid replace surfaceOp {dict(op)!r}: start and end must be non-negative safe integers"
+            )
         lo = _position(nodes, start)
         if lo < 0:
             raise SurfaceError(f"surface replace: start seq {start} not found in surface")
@@ -68,7 +70,9 @@ def plan(event: Event, nodes: Sequence[int], lookup: Callable[[int], Event]) -> 
         if hi < 0:
             raise SurfaceError(f"surface replace: end seq {end} not found in surface")
         if lo > hi:
-            raise SurfaceError(f"surface replace: start seq {start} (index {lo}) is after end seq {end} (index {hi})")
+            raise SurfaceError(
+                f"surface replace: start seq {start} (index {lo}) is after end seq {end} (index {hi})"
+            )
         transition = Transition(event.seq, "replace", lo, hi, start, end)
     else:
         raise SurfaceError(f"invalid surfaceOp {op!r}")
@@ -104,11 +108,15 @@ def _check_sources(event: Event, sources: Any) -> None:
     seen: set[int] = set()
     for value in sources:
         if not is_safe_int(value):
-            raise SurfaceError(f"session event {event.seq} sourceEventSeqs must be non-negative safe integers")
+            raise SurfaceError(
+                f"session event {event.seq} sourceEventSeqs must be non-negative safe integers"
+            )
         if value in seen:
             raise SurfaceError(f"session event {event.seq} sourceEventSeqs contains duplicates ({value})")
         if value >= event.seq:
-            raise SurfaceError(f"session event {event.seq} sourceEventSeqs must reference earlier events ({value})")
+            raise SurfaceError(
+                f"session event {event.seq} sourceEventSeqs must reference earlier events ({value})"
+            )
         seen.add(value)
 
 
@@ -142,10 +150,8 @@ def json_equal(a: Any, b: Any) -> bool:
         elif isinstance(x, list) and isinstance(y, list):
             if len(x) != len(y):
                 return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, (Mapping, list)) or isinstance(y, (Mapping, list)):
-            return False
-        elif x != y:
+            stack.extend(zip(x, y, strict=True))
+        elif isinstance(x, (Mapping, list)) or isinstance(y, (Mapping, list)) or x != y:
             return False
     return True
 
@@ -201,5 +207,6 @@ def classify(events: Sequence[Event]) -> dict[int, str]:
     current = set(result.nodes)
     shadowed = {s for r in result.replacements for s in r.shadowed_seqs}
     return {
-        e.seq: "current" if e.seq in current else "shadowed" if e.seq in shadowed else "log-only" for e in events
+        e.seq: "current" if e.seq in current else "shadowed" if e.seq in shadowed else "log-only"
+        for e in events
     }

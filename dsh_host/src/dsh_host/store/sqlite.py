@@ -19,6 +19,7 @@ run them in worker threads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -190,8 +191,9 @@ class SqliteSessionStore:
             raise StoreError(f"session store {self.path} is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
@@ -241,10 +243,8 @@ class SqliteSessionStore:
         self._closed = True
         with self._connections_lock:
             for conn in self._connections:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     conn.close()
-                except sqlite3.Error:
-                    pass
             self._connections.clear()
 
     # -- writes ------------------------------------------------------------------------------
@@ -269,7 +269,9 @@ class SqliteSessionStore:
                 ).fetchone()
                 if row is None:
                     if events[0].seq != 0:
-                        raise StoreError(f"session {header.id!r} is not stored; its first batch must start at seq 0")
+                        raise StoreError(
+                            f"session {header.id!r} is not stored; its first batch must start at seq 0"
+                        )
                     pk = self._insert_session(conn, header)
                     next_seq, next_ord = 0, 0
                 else:
@@ -314,18 +316,30 @@ class SqliteSessionStore:
             if op is None:
                 continue
             if op == "append":
-                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq))
+                conn.execute(
+                    "INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq)
+                )
                 next_ord += 1
             else:
-                lo = conn.execute("SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["start"])).fetchone()
-                hi = conn.execute("SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["end"])).fetchone()
+                lo = conn.execute(
+                    "SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["start"])
+                ).fetchone()
+                hi = conn.execute(
+                    "SELECT ord FROM surface WHERE session_pk = ? AND seq = ?", (pk, op["end"])
+                ).fetchone()
                 if lo is None or hi is None or lo[0] > hi[0]:
                     raise StoreError(f"stored surface disagrees with replace at seq {event.seq}")
-                conn.execute("DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0]))
-                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq))
+                conn.execute(
+                    "DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0])
+                )
+                conn.execute(
+                    "INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq)
+                )
         last = events[-1].seq
         if title is None:
-            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
+            conn.execute(
+                "UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk)
+            )
         else:
             conn.execute(
                 "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
@@ -342,7 +356,9 @@ class SqliteSessionStore:
                 row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (_id(header.id),)).fetchone()
                 if row is not None:
                     if not replace:
-                        raise StoreError(f"session {header.id!r} already exists (use --replace to overwrite it)")
+                        raise StoreError(
+                            f"session {header.id!r} already exists (use --replace to overwrite it)"
+                        )
                     self._delete(conn, row[0])
                 pk = self._insert_session(conn, header)
                 if events:
@@ -367,7 +383,9 @@ class SqliteSessionStore:
         return row is not None
 
     def _delete(self, conn: sqlite3.Connection, pk: int) -> None:
-        conn.execute("DELETE FROM events WHERE key BETWEEN ? AND ?", (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1)))
+        conn.execute(
+            "DELETE FROM events WHERE key BETWEEN ? AND ?", (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1))
+        )
         conn.execute("DELETE FROM surface WHERE session_pk = ?", (pk,))
         conn.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
 
@@ -375,9 +393,11 @@ class SqliteSessionStore:
 
     def list_sessions(self) -> list[SessionRow]:
         """Every stored session, newest first (ties by id), with its latest title."""
-        rows = self._connection().execute(
-            "SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id"
-        ).fetchall()
+        rows = (
+            self._connection()
+            .execute("SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id")
+            .fetchall()
+        )
         make = SessionRow._make
         return [
             make((sid.decode("utf-8", "surrogatepass"), created, _from_text(cwd), _from_text(title)))
@@ -396,9 +416,11 @@ class SqliteSessionStore:
         return header_from_row(row[0], session_id)
 
     def read_title(self, session_id: str) -> StoredTitle | None:
-        row = self._connection().execute(
-            "SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (_id(session_id),)
-        ).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (_id(session_id),))
+            .fetchone()
+        )
         if row is None:
             raise SessionNotFound(session_id)
         return None if row[0] is None else StoredTitle(_from_text(row[0]), row[1], row[2])
@@ -467,4 +489,3 @@ def _check_magic(path: Path) -> None:
         head = fh.read(len(SQLITE_MAGIC))
     if head and head != SQLITE_MAGIC:
         raise StoreError(f"{path} is not a dsh session store (not an SQLite database); it was left untouched")
-
