@@ -23,7 +23,7 @@ from dsh_host.cli.sessions import describe_event
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.tui.terminal_text import display_inline_text, display_text
 
 REQUIRED = ("compact", "session-reference")
 
@@ -35,7 +35,8 @@ SOURCE_TURNS = (
     "Open question: should titles live in the sessions table? Yes: keep the latest title there so listing "
     "10,000 sessions reads no log. Please remember these decisions for the next conversation.",
 )
-DEMO_RETAIN_TOKENS = 60
+# The retained tail's budget: enough for the latest exchange (question and reply), not more.
+DEMO_RETAIN_TOKENS = 90
 TARGET_PROMPT = "Using {mention}, what did we decide about storage, and why?"
 
 
@@ -56,7 +57,8 @@ def demo(host: Host, data_dir: Path | None) -> None:
     missing = [name for name in REQUIRED if name not in host.installed]
     if missing:
         raise DemoError(f"dsh demo needs the {', '.join(missing)} plugin(s): pip install them first")
-    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))
+    # Absolute, so the printed `DSH_HOME=...` works from any directory.
+    data_dir = (data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))).absolute()
     env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": "fs-read,compact,session-reference"}
     demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
     try:
@@ -93,7 +95,7 @@ async def _scenario(host: Host, console: Console) -> None:
     references = host.services.session_references
     prompt = TARGET_PROMPT.format(mention=references.format_mention(source.id, "storage decisions"))
     _section(console, f"Target session {target.id}: the user types")
-    console.print(prompt, markup=False)
+    console.out(display_text(prompt), highlight=False)
     content, contexts = await prepare_message(host, target_agent, prompt)
     target_agent.send(content, contexts=contexts)
     await target_agent.wait_idle()
@@ -109,7 +111,8 @@ async def _scenario(host: Host, console: Console) -> None:
     last = request["messages"][-1]
     for index, block in enumerate(last["content"]):
         console.print(f"[bold]block {index}[/bold] ({block['type']}):")
-        console.print(block.get("text", ""), markup=False)
+        # Byte for byte (only control characters escaped): never wrapped to the console's width.
+        console.out(display_text(block.get("text", "")), highlight=False)
 
 
 def log_lines(events: list[dict[str, Any]]) -> list[str]:

@@ -109,5 +109,5 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
             os.dup2(devnull, sys.stdout.fileno())
 
     session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
-    if not as_json:
-        click.echo(f"session: {session.id}", err=True)
+    # On stderr in both modes: the events on stdout do not name their session.
+    click.echo(f"session: {session.id}", err=True)
