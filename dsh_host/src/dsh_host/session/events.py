@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
-from dsh_host.session.frozen import frozen_loads
+from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
 SURFACE_TYPES = frozenset(
@@ -27,6 +27,9 @@ PROMPT_DELIMITER = "\n\n## My request:\n"
 """The text block that separates baked prompt-prefix contexts from the direct prompt."""
 
 
+_UNPARSED: Any = object()
+
+
 class InvalidEvent(ValueError):
     """An event or header that does not satisfy the envelope rules."""
 
@@ -35,17 +38,75 @@ def is_safe_int(value: Any, *, minimum: int = 0) -> bool:
     return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
-    """One logged event. `data_json` is the compact JSON text of `data` (kept to store it)."""
+    """One logged event, immutable.
+
+    The data is kept as its compact JSON text (`data_json`, what the store writes) and parsed
+    into frozen containers the first time `data` is read: most events of a log (stream
+    chunks) are written far more often than anyone reads their data.
+    """
+
+    __slots__ = ("_data", "data_json", "seq", "source_event_seqs", "surface_op", "time", "type")
 
     type: str
     seq: int
     time: int
-    data: Any
-    surface_op: Any = None
-    source_event_seqs: Any = None
-    data_json: str = field(default="", repr=False, compare=False)
+    surface_op: Any
+    source_event_seqs: Any
+    data_json: str
+
+    def __init__(
+        self,
+        type: str,
+        seq: int,
+        time: int,
+        data: Any = _UNPARSED,
+        surface_op: Any = None,
+        source_event_seqs: Any = None,
+        data_json: str = "",
+    ) -> None:
+        if data is _UNPARSED and not data_json:
+            raise TypeError("Event needs data or data_json")
+        init = object.__setattr__
+        init(self, "type", type)
+        init(self, "seq", seq)
+        init(self, "time", time)
+        init(self, "_data", data)
+        init(self, "surface_op", surface_op)
+        init(self, "source_event_seqs", source_event_seqs)
+        init(self, "data_json", data_json)
+
+    @property
+    def data(self) -> Any:
+        """The event's data as frozen JSON containers."""
+        data = self._data
+        if data is _UNPARSED:
+            data = frozen_loads_compact(self.data_json)
+            object.__setattr__(self, "_data", data)
+        return data
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"session events are frozen (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"session events are frozen (cannot delete {name!r})")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.seq, self.time))
+
+    def __repr__(self) -> str:
+        return (
+            f"Event(type={self.type!r}, seq={self.seq!r}, time={self.time!r}, data={self.data!r}, "
+            f"surface_op={self.surface_op!r}, source_event_seqs={self.source_event_seqs!r})"
+        )
 
     @property
     def is_surface(self) -> bool:
@@ -114,7 +175,6 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
         type=kind,
         seq=seq,
         time=time,
-        data=frozen_loads(data_text),
         surface_op=_freeze(kind, "surfaceOp", raw["surfaceOp"]) if "surfaceOp" in raw else None,
         source_event_seqs=(
             _freeze(kind, "sourceEventSeqs", raw["sourceEventSeqs"]) if "sourceEventSeqs" in raw else None

@@ -9,7 +9,7 @@ from typing import Any
 
 from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, event_from_json
 from dsh_host.session.frozen import FrozenList, frozen_loads
-from dsh_host.session.lossless import NotLosslessJson, canonical_text, snapshot
+from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.messages import derive_event_message
 from dsh_host.session.request_header import canonical_header
 from dsh_host.session.surface import Surface, SurfaceError, plan
@@ -103,7 +103,7 @@ class Session:
         if self._publishing:
             raise RuntimeError("session append cannot reenter while another append is being published")
         try:
-            data_text, frozen = snapshot(data)
+            data_text = canonical_text(data)
         except NotLosslessJson as exc:
             raise NotLosslessJson(
                 f'session event "{type}" carries non-JSON-serializable data ({exc})'
@@ -117,7 +117,6 @@ class Session:
             type=type,
             seq=len(self._log),
             time=self._clock(),
-            data=frozen,
             surface_op=op,
             source_event_seqs=None if sources is None else FrozenList(sources),
             data_json=data_text,
