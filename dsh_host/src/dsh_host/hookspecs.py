@@ -74,7 +74,9 @@ def dsh_register_slash_commands(register):
     """Register slash commands for the terminal UI.
 
     Called when the terminal UI starts, on every mounted plugin. `register(name, help, handler)`
-    adds `/name`; `handler(ui, argument)` may return an awaitable. The result is ignored.
+    adds `/name`. `handler(ui, argument)` may return an awaitable; a string it returns (or
+    resolves to) is shown to the user as a notice, and an exception as `/<name> failed: ...`.
+    The hook's own result is ignored.
     """
 
 
@@ -127,5 +129,6 @@ def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, s
     `prior_failures` are the failures that already authorised a retry in this run of
     consecutive failures. Return `"retry"` to open a new step rebuilt from the log, or None to
     abstain; the host's last-resort implementation returns `"fail"`. An exception is logged
-    and counts as `"fail"`.
+    and counts as `"fail"`. Abstaining must be synchronous: an awaitable result ends the
+    chain, so an implementation that needs to await returns its final decision itself.
     """
