@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_retention import utf8_length
 from dsh_session_reference.frame import (
     PROMPT_PREFIX,
     PROMPT_SUFFIX,
@@ -14,10 +18,6 @@ from dsh_session_reference.frame import (
 )
 from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface
 from dsh_session_reference.retention import RetainedSource, retain_source
-from hypothesis import given
-from hypothesis import strategies as st
-
-from dsh_retention import utf8_length
 
 if TYPE_CHECKING:
     from conftest import LogBuilder

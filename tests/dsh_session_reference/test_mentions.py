@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from dsh_session_reference.jsjson import join_surrogate_pairs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from dsh_session_reference import (
     format_mention,
     parse_text,
 )
+from dsh_session_reference.jsjson import join_surrogate_pairs
 
 U = "dsh-session:InNvdXJjZSI"  # the URI of "source"
 SOURCE = SessionReferenceInput("source", "source")

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_retention import utf8_length
+from dsh_session_reference import ErrorCode, SessionReferenceError
 from dsh_session_reference.jsjson import tag_safe_json
 from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface
 from dsh_session_reference.retention import (
@@ -16,11 +21,6 @@ from dsh_session_reference.retention import (
     source_data,
     truncate_with_notice,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from dsh_retention import utf8_length
-from dsh_session_reference import ErrorCode, SessionReferenceError
 
 if TYPE_CHECKING:
     from conftest import LogBuilder
