@@ -193,7 +193,9 @@ def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_
     terminal.press("Tab")
     terminal.wait_for("Use @[Compacted source](dsh-session:")
     terminal.press("Enter")
-    screen = terminal.wait_for(REPLY)
+    terminal.wait_for(REPLY)
+    # The reply streams into the live area before the turn ends: wait for the idle status line.
+    terminal.wait_until(lambda: "running · Esc to cancel" not in terminal.screen(), "the turn's end")
     screen = terminal.wait_for(f"Referenced sessions · Compacted source ({SOURCE_ID})")
     assert "Use @Compacted source" in screen
     for hidden in (*SHADOWED, "referenced-sessions", "Retained checkpoint."):
