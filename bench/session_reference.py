@@ -41,9 +41,7 @@ def _chunk_data(turn: int, number: int) -> dict[str, Any]:
     return {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": f"d{number} "}}
 
 
-def build_events(
-    session_index: int, events: int = EVENTS_PER_SESSION, messages: int = SURFACE_MESSAGES
-) -> list[Event]:
+def build_events(session_index: int, events: int = EVENTS_PER_SESSION, messages: int = SURFACE_MESSAGES) -> list[Event]:
     """A valid log of `events` events of which `messages` are surface messages.
 
     User and assistant messages alternate; between them the log holds `assistant/chunk`
@@ -139,7 +137,9 @@ def candidates_figure(workdir: Path) -> Figure:
             user = {"content": [{"type": "text", "text": f"hello {number}"}], "source": {"kind": "user"}}
             events = [Event("user/message", 0, 0, user, "append"), Event("session/title", 1, 1, title)]
             host.store.import_log(header, events)
-        target = host.sessions.create("/projects/p3", "candidates-target")
+        # A target whose cwd no listed session shares: every record is filtered and ranked
+        # (a full same-cwd group would let ranking stop early).
+        target = host.sessions.create("/projects/elsewhere", "candidates-target")
         query = host.services.session_query
         service = host.services.session_references
 
@@ -156,8 +156,8 @@ def candidates_figure(workdir: Path) -> Figure:
             baseline=baseline,
             target=1.5,
             note=(
-                f"list_candidates(query, limit 50) over {CANDIDATE_SESSIONS:,} titled sessions "
-                "vs list_sessions()"
+                f"list_candidates(query, limit 50) over {CANDIDATE_SESSIONS:,} titled sessions, none in "
+                "the target's cwd, vs list_sessions()"
             ),
         )
     finally:

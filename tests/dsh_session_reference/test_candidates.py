@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_host.config import load_config
 from dsh_host.host import Host
@@ -20,6 +22,7 @@ from dsh_host.query import SessionRecord
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
+from dsh_session_reference.candidates import rank_candidates
 
 # id, cwd, createdAt, titles (oldest first)
 D1_SESSIONS: list[tuple[str, str | None, int, tuple[str, ...]]] = [
@@ -41,9 +44,7 @@ def start_host(home: Path, **table: Any) -> Host:
     explicit = None
     if table:
         explicit = home / "dsh.toml"
-        explicit.write_text(
-            "[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
-        )
+        explicit.write_text("[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()))
     env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
     return Host.start(load_config(explicit, env=env, cwd=home))
 
@@ -61,9 +62,7 @@ def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
         host.close()
 
 
-def add_sessions(
-    host: Host, where: str, sessions: list[tuple[str, str | None, int, tuple[str, ...]]]
-) -> None:
+def add_sessions(host: Host, where: str, sessions: list[tuple[str, str | None, int, tuple[str, ...]]]) -> None:
     """Create the sessions live, or write them to the store only."""
     for session_id, cwd, created_at, titles in sessions:
         if where == "live":
@@ -294,3 +293,43 @@ async def test_label_is_the_title_even_when_empty(make_host) -> None:
     add_sessions(host, "live", [("target", "/t", 1, ()), ("blank", "/t", 2, ("",))])
     [candidate] = await host.services.session_references.list_candidates(host.sessions.get("target"))
     assert (candidate.session_id, candidate.label) == ("blank", "")
+
+
+RECORD = st.builds(
+    lambda i, cwd, title, created: SessionRecord(f"s{i}", created, cwd, title, live=False, persisted=True),
+    st.integers(0, 40),
+    st.one_of(st.none(), st.sampled_from(["/a", "/b", "/A/x"])),
+    st.one_of(st.none(), st.sampled_from(["", "Alpha", "beta notes", "/a"])),
+    st.integers(0, 5),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(RECORD, max_size=25, unique_by=lambda r: r.id).map(
+        lambda rs: sorted(rs, key=lambda r: (-r.created_at, r.id))
+    ),
+    st.one_of(st.none(), st.sampled_from(["/a", "/b"])),
+    st.sampled_from(["", "a", "S1", "/A", "notes", "zzz"]),
+    st.integers(1, 30),
+)
+def test_ranking_equals_a_plain_filter_and_stable_sort(records, target_cwd, query, limit) -> None:
+    target_id = records[0].id if records else "nobody"
+
+    def rank(record: SessionRecord) -> int:
+        if record.cwd is not None and target_cwd is not None and record.cwd == target_cwd:
+            return 0
+        return 1 if record.cwd is None else 2
+
+    needle = query.lower()
+    matched = [
+        r
+        for r in records
+        if r.id != target_id
+        and (not needle or any(v is not None and needle in v.lower() for v in (r.id, r.cwd, r.title)))
+    ]
+    expected = [
+        (r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at) for r in sorted(matched, key=rank)[:limit]
+    ]
+    found = rank_candidates(records, target_id=target_id, target_cwd=target_cwd, query=query, limit=limit)
+    assert [(c.session_id, c.label, c.cwd, c.created_at) for c in found] == expected

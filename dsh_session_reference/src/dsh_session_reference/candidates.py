@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,28 +34,27 @@ def rank_candidates(
     cwd, then any other cwd, keeping newest-first order within each group.
     """
     needle = query.lower()
-    matched: list[Any] = []
+    # One bucket per rank, filled in listing order: concatenated, they are the stable sort.
+    same: list[Any] = []
+    cwdless: list[Any] = []
+    others: list[Any] = []
     for record in records:
         if record.id == target_id:
             continue
-        if needle and not _matches(record, needle):
+        cwd = record.cwd
+        if needle and not (
+            needle in record.id.lower()
+            or (cwd is not None and needle in cwd.lower())
+            or (record.title is not None and needle in record.title.lower())
+        ):
             continue
-        matched.append(record)
-    matched.sort(key=lambda r: _rank(r.cwd, target_cwd))
-    return [
-        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at)
-        for r in matched[:limit]
-    ]
-
-
-def _matches(record: Any, needle: str) -> bool:
-    fields: Sequence[str | None] = (record.id, record.cwd, record.title)
-    return any(value is not None and needle in value.lower() for value in fields)
-
-
-def _rank(cwd: str | None, target_cwd: str | None) -> int:
-    if cwd is not None and target_cwd is not None and cwd == target_cwd:
-        return 0
-    if cwd is None:
-        return 1
-    return 2
+        if cwd is None:
+            cwdless.append(record)
+        elif target_cwd is not None and cwd == target_cwd:
+            same.append(record)
+            if len(same) >= limit:
+                break  # nothing after this record can rank before it
+        else:
+            others.append(record)
+    ranked = (same + cwdless + others)[:limit]
+    return [Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at) for r in ranked]

@@ -58,9 +58,13 @@ def join_surrogate_pairs(text: str) -> str:
     Both spellings are the same JavaScript string; normalizing makes UTF-8 lengths and
     truncation treat the pair as one four-byte character, as JS does.
     """
-    if text.isascii() or not _SURROGATE.search(text):
+    if text.isascii():
         return text
-    return _SURROGATE_PAIR.sub(_join_pair, text)
+    try:
+        text.encode("utf-8")  # fails exactly when a surrogate is present; faster than a regex scan
+    except UnicodeEncodeError:
+        return _SURROGATE_PAIR.sub(_join_pair, text)
+    return text
 
 
 def js_number(number: float) -> str:
