@@ -186,3 +186,21 @@ def test_run_prepares_mentions_when_session_reference_is_mounted(dsh: Dsh) -> No
         assert "Traceback" not in failed.stderr
         assert not SESSION_LINE.search(failed.stderr)
         assert dsh.ids() == before
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_failed_turn_exits_1_and_names_its_persisted_session(dsh: Dsh, as_json: bool) -> None:
+    script = dsh.tmp / "fail.json"
+    script.write_text(json.dumps([{"error": {"message": "model exploded", "code": "BOOM"}}]), encoding="utf-8")
+    args = ["run", *(["--json"] if as_json else []), "try it"]
+    failed = dsh(*args, plugins="", DSH_SCRIPT=str(script))
+    assert failed.returncode == 1, failed
+    assert failed.stderr.splitlines()[-1] == "dsh: error: turn failed: model exploded"
+    assert "Traceback" not in failed.stderr
+    (session_id,) = SESSION_LINE.findall(failed.stderr)
+    log = dsh.log(session_id)
+    end = events_of(log, "turn/end")[-1]
+    assert end["data"]["reason"]["kind"] == "error"
+    assert end["data"]["reason"]["failure"] == {"message": "model exploded", "code": "BOOM"}
+    if as_json:
+        assert json_lines(failed.stdout)[-1] == end

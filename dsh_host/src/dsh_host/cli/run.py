@@ -22,6 +22,14 @@ class PreparationFailed(DshError):
     """A session reference in the prompt could not be prepared; nothing was sent."""
 
 
+class TurnFailed(DshError):
+    """The turn ended with an error; it is in `session`'s log (which was persisted)."""
+
+    def __init__(self, message: str, session: Session) -> None:
+        super().__init__(message)
+        self.session = session
+
+
 def start_agent(
     host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True
 ) -> Agent:
@@ -84,10 +92,11 @@ async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bo
     end = next((e for e in reversed(session.events[start:]) if e.type == "turn/end"), None)
     if not as_json:
         echo("\n")
-        if end is not None and end.data["reason"]["kind"] == "error":
-            reason = end.data["reason"]
-            message = reason.get("failure", {}).get("message") or reason.get("message", "error")
-            raise DshError(f"turn failed: {message}")
+    # A failed turn fails the command in both modes (with --json the events also say why).
+    if end is not None and end.data["reason"]["kind"] == "error":
+        reason = end.data["reason"]
+        message = reason.get("failure", {}).get("message") or reason.get("message", "error")
+        raise TurnFailed(f"turn failed: {message}", session)
     return session
 
 
@@ -108,6 +117,11 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
 
-    session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
+    try:
+        session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
+    except TurnFailed as exc:
+        # The failed turn was persisted: name its session before the error line.
+        click.echo(f"session: {exc.session.id}", err=True)
+        raise
     # On stderr in both modes: the events on stdout do not name their session.
     click.echo(f"session: {session.id}", err=True)
