@@ -15,9 +15,7 @@ def main(argv: list[str]) -> int:
     names = argv or MODULES
     unknown = sorted(set(names) - set(MODULES))
     if unknown:
-        print(
-            f"unknown benchmark module(s): {', '.join(unknown)}; known: {', '.join(MODULES)}", file=sys.stderr
-        )
+        print(f"unknown benchmark module(s): {', '.join(unknown)}; known: {', '.join(MODULES)}", file=sys.stderr)
         return 2
     for name in names:
         module = importlib.import_module(f"bench.{name}")

@@ -74,9 +74,7 @@ def compacted_session(total: int) -> list[Event]:
     for turn in range(1, TURNS + 1):
         add("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
         text = f"Question {turn}: what does the function on line {turn * 7} of the module do?"
-        messages.append(
-            add("user/message", {"content": [{"type": "text", "text": text}], "source": USER}, "append")
-        )
+        messages.append(add("user/message", {"content": [{"type": "text", "text": text}], "source": USER}, "append"))
         add("step/start", {"turn": turn, "step": 1})
         if turn <= head_turns:
             share = head_chunks // head_turns + (1 if turn <= head_chunks % head_turns else 0)
@@ -234,9 +232,7 @@ def list_sessions_figure(workdir: Path) -> Figure:
                 assert len(records) == count and records[0].title
 
             def bare() -> None:
-                assert (
-                    len(conn.execute("SELECT id, cwd, created_at, title FROM sessions").fetchall()) == count
-                )
+                assert len(conn.execute("SELECT id, cwd, created_at, title FROM sessions").fetchall()) == count
 
             baseline, value = interleaved(bare, listing)
         finally:
@@ -247,8 +243,7 @@ def list_sessions_figure(workdir: Path) -> Figure:
         value=value,
         baseline=baseline,
         target=3.0,
-        note="session_query.list_sessions over 10,000 titled sessions vs a bare "
-        "SELECT id, cwd, created_at, title",
+        note="session_query.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, title",
     )
 
 
@@ -257,9 +252,7 @@ def append_turn(session) -> None:
     turn = session.last_turn_number() + 1
     session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
     text = "Explain the store's schema and why the surface table exists."
-    session.append(
-        "user/message", {"content": [{"type": "text", "text": text}], "source": USER}, surface_op="append"
-    )
+    session.append("user/message", {"content": [{"type": "text", "text": text}], "source": USER}, surface_op="append")
     session.append("step/start", {"turn": turn, "step": 1})
     session.append(
         "request/header", {"header": {"config": PROVENANCE, "system": "You are terse."}, "reason": "initial"}
@@ -284,11 +277,7 @@ def append_flush_figure(workdir: Path) -> Figure:
     with start_host(home) as host:
         loop = asyncio.new_event_loop()
         counter = iter(range(1_000_000))
-        schema = [
-            row[0]
-            for row in sqlite3.connect(host.store.path).execute("SELECT sql FROM sqlite_master")
-            if row[0]
-        ]
+        schema = [row[0] for row in sqlite3.connect(host.store.path).execute("SELECT sql FROM sqlite_master") if row[0]]
         try:
 
             def append_and_flush() -> None:

@@ -129,14 +129,10 @@ class LogBuilder:
                 target = raws[shadowed[0]]
                 if lo == hi and target["type"] == "tool/result" and draw(st.booleans()):
                     data = {**target["data"], "content": [cls.text(f"pruned {seq}")]}
-                    raw = cls.raw(
-                        "tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources
-                    )
+                    raw = cls.raw("tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
                 else:
                     kind = draw(st.sampled_from(["user/message", "assistant/message"]))
-                    data = (
-                        cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
-                    )
+                    data = cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
                     raw = cls.raw(kind, seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
                 nodes[lo : hi + 1] = [seq]
                 generation += 1

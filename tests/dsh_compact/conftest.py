@@ -69,14 +69,10 @@ def tool_result(session: Session, turn: int, step: int, call_id: str, content: s
     return session.append("tool/result", data, surface_op="append", sources=[call.seq]).seq
 
 
-def conversation(
-    turns: int, *, session: Session | None = None, header: Mapping[str, Any] | None = None
-) -> Session:
+def conversation(turns: int, *, session: Session | None = None, header: Mapping[str, Any] | None = None) -> Session:
     session = session if session is not None else new_session()
     for turn in range(1, turns + 1):
-        session.append(
-            "turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-        )
+        session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
         user(session, padded(f"fixture user {turn}", USER_LENGTH))
         session.append("step/start", {"turn": turn, "step": 1})
         if turn == 1:
@@ -84,9 +80,7 @@ def conversation(
         assistant(session, turn, 1, [text(padded(f"fixture assistant {turn}", ASSISTANT_LENGTH))])
         session.append("step/end", {"turn": turn, "step": 1})
         session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-    session.append(
-        "turn/start", {"turn": turns + 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-    )
+    session.append("turn/start", {"turn": turns + 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
     return session
 
 
@@ -94,9 +88,7 @@ def tool_conversation(turns: int) -> Session:
     """Turns of `user, assistant(call), result, assistant(text)`, then an open turn."""
     session = new_session()
     for turn in range(1, turns + 1):
-        session.append(
-            "turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-        )
+        session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
         user(session, padded(f"tool user {turn}", 120))
         session.append("step/start", {"turn": turn, "step": 1})
         if turn == 1:
@@ -109,9 +101,7 @@ def tool_conversation(turns: int) -> Session:
         assistant(session, turn, 2, [text(padded(f"tool answer {turn}", 120))])
         session.append("step/end", {"turn": turn, "step": 2})
         session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-    session.append(
-        "turn/start", {"turn": turns + 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-    )
+    session.append("turn/start", {"turn": turns + 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
     return session
 
 

@@ -131,9 +131,7 @@ async def test_post_step_pressure_compacts_after_the_tool_results(tmp_path) -> N
 
 
 async def test_below_pressure_the_loop_never_compacts(tmp_path) -> None:
-    models = ScriptedModels(
-        [text_response("ok"), text_response("ok again")], summary="unused", window=100_000
-    )
+    models = ScriptedModels([text_response("ok"), text_response("ok again")], summary="unused", window=100_000)
     with start_host(tmp_path, "compact") as host:
         session = await converse(host, models, ["hello", "again"])
     assert not [e for e in session.events if e.type.startswith("compact/")]

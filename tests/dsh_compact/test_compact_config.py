@@ -101,8 +101,7 @@ def test_model_policies_are_read() -> None:
         ({"retain_tokens": False}, f"{P} retain_tokens must be an integer >= 0, got false"),
         (
             {"retain_ratio": 0.1, "retain_tokens": 5},
-            f"{P} retain_ratio and retain_tokens are mutually exclusive, "
-            "got retain_ratio = 0.1 and retain_tokens = 5",
+            f"{P} retain_ratio and retain_tokens are mutually exclusive, got retain_ratio = 0.1 and retain_tokens = 5",
         ),
         ({"max_tokens": 0}, f"{P} max_tokens must be an integer >= 1, got 0"),
         ({"compaction_retries": -1}, f"{P} compaction_retries must be an integer >= 0, got -1"),

@@ -19,9 +19,7 @@ OVERFLOW = {"message": "context too long", "code": "CONTEXT_WINDOW_EXCEEDED"}
 
 def auto(summarizer, window=1000, **table) -> AutoCompaction:
     table = {"threshold_ratio": 0.5, "retain_tokens": 180, **table}
-    service = CompactionService(
-        load_compact_config(table), summarizer=summarizer, capacity=lambda target: window
-    )
+    service = CompactionService(load_compact_config(table), summarizer=summarizer, capacity=lambda target: window)
     return AutoCompaction(service)
 
 
@@ -140,9 +138,7 @@ async def test_overflow_summarizer_failure_keeps_the_original_error(fx, caplog) 
     stub = fx.StubSummarizer(error=RuntimeError("no summary"))
     with caplog.at_level(logging.WARNING, logger="dsh.compact"):
         assert await request_error(auto(stub), session) == "fail"
-    assert (
-        "context-overflow compaction failed: no summary; preserving the original request error" in caplog.text
-    )
+    assert "context-overflow compaction failed: no summary; preserving the original request error" in caplog.text
 
 
 async def test_overflow_cancelled_during_summarization(fx, caplog) -> None:

@@ -100,9 +100,7 @@ def test_configuration_errors_exit_2_from_the_command_line(tmp_path, capsys) -> 
     (tmp_path / "dsh.toml").write_text("[plugins.compact]\nmax_tokens = 0\n")
     assert main(["plugins"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(
-        "dsh: error: plugin 'compact': [plugins.compact] max_tokens must be an integer >= 1, got 0"
-    )
+    assert err.startswith("dsh: error: plugin 'compact': [plugins.compact] max_tokens must be an integer >= 1, got 0")
 
 
 # --- dsh compact SESSION_ID -----------------------------------------------------------------------
@@ -114,9 +112,7 @@ def stored_conversation(tmp_path: Path, fx, turns: int = 4, toml: str = "") -> s
     async def build() -> str:
         with start(tmp_path, toml) as host:
             session = host.sessions.create(str(tmp_path))
-            fx.conversation(
-                turns, session=session, header={"header": {"config": SCRIPTED}, "reason": "initial"}
-            )
+            fx.conversation(turns, session=session, header={"header": {"config": SCRIPTED}, "reason": "initial"})
             session.append("turn/end", {"turn": turns + 1, "reason": {"kind": "completed"}})
             await host.sessions.flush(session)
             return session.id
@@ -147,8 +143,7 @@ def test_dsh_compact_compacts_a_stored_session(tmp_path, fx, capsys) -> None:
     ]
     checkpoint = events[stored + 3].seq
     assert out == (
-        f"session {session_id}: compacted 6 surface nodes (seqs 1-16, ~543 tokens) "
-        f"into checkpoint #{checkpoint}\n"
+        f"session {session_id}: compacted 6 surface nodes (seqs 1-16, ~543 tokens) into checkpoint #{checkpoint}\n"
     )
     assert events[stored].data["trigger"] == {"kind": "compact", "source": {"kind": "user"}}
     summary = events[stored + 2].data
@@ -189,9 +184,7 @@ def test_dsh_compact_unknown_session(tmp_path, capsys) -> None:
 
 def test_slash_command_compacts_the_ui_session(tmp_path, fx) -> None:
     registered: dict = {}
-    plugin.dsh_register_slash_commands(
-        lambda name, help, handler: registered.setdefault(name, (help, handler))
-    )
+    plugin.dsh_register_slash_commands(lambda name, help, handler: registered.setdefault(name, (help, handler)))
     _, handler = registered["compact"]
 
     async def run() -> tuple[str, str]:

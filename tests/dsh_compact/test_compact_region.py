@@ -84,9 +84,7 @@ def test_a_measurement_of_another_surface_is_rejected(fx) -> None:
     session = fx.conversation(2)
     measurement = TokenMeter().measure(session)
     shuffled = dataclasses.replace(measurement, nodes=tuple(reversed(measurement.nodes)))
-    with pytest.raises(
-        CompactionError, match="token-meter surface does not match the current session surface"
-    ):
+    with pytest.raises(CompactionError, match="token-meter surface does not match the current session surface"):
         select_compactable_range(session, shuffled, 0)
     short = Measurement(0, 0, 0, (PricedNode(1, 90),))
     with pytest.raises(CompactionError, match="does not match"):

@@ -24,9 +24,7 @@ class CountingMeter(TokenMeter):
         return super().measure(session)
 
 
-def make(
-    summarizer, capacity=1000, flush=None, default_target=None, meter=None, **table
-) -> CompactionService:
+def make(summarizer, capacity=1000, flush=None, default_target=None, meter=None, **table) -> CompactionService:
     table = {"threshold_ratio": 0.5, "retain_tokens": 180, **table}
     lookup = capacity if callable(capacity) else (lambda target: capacity)
     return CompactionService(
@@ -127,9 +125,9 @@ async def test_retries_compact_again_while_a_range_remains(fx) -> None:
 
 async def test_tool_pairs_survive_pressure_compaction(fx) -> None:
     session = fx.tool_conversation(4)
-    result = await make(
-        fx.StubSummarizer(), capacity=4000, threshold_ratio=0.1, retain_tokens=80
-    ).compact_if_needed(session, "pressure")
+    result = await make(fx.StubSummarizer(), capacity=4000, threshold_ratio=0.1, retain_tokens=80).compact_if_needed(
+        session, "pressure"
+    )
     assert result is not None
     calls_seen: set[str] = set()
     for message in session.derive_messages():
@@ -145,9 +143,7 @@ async def test_capacity_is_resolved_per_target_on_every_check(fx) -> None:
     session = fx.conversation(4, header=fx.header_data("large", "same"))
     service = make(fx.StubSummarizer(), capacity=lambda target: windows[target.provider])
     assert await service.compact_if_needed(session, "pressure") is None
-    session.append(
-        "request/header", {"header": {"config": {"provider": "small", "model": "same"}}, "reason": "change"}
-    )
+    session.append("request/header", {"header": {"config": {"provider": "small", "model": "same"}}, "reason": "change"})
     assert await service.compact_if_needed(session, "pressure") is not None
 
 
@@ -301,9 +297,7 @@ async def test_compact_now_falls_back_to_the_configured_model(fx) -> None:
     for i in range(3):
         fx.user(session, f"message {i} " + "x" * 300)
     stub = fx.StubSummarizer()
-    await make(stub, default_target=lambda: ModelTarget("scripted", "scripted")).compact_now(
-        session, retain_tokens=0
-    )
+    await make(stub, default_target=lambda: ModelTarget("scripted", "scripted")).compact_now(session, retain_tokens=0)
     agent = stub.calls[0][1]
     assert agent == CompactAgent(session, ModelTarget("scripted", "scripted"))
 

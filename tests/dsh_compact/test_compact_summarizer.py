@@ -177,9 +177,7 @@ async def test_no_target_at_all(fx) -> None:
 async def test_the_dispatched_pair_is_recorded(fx) -> None:
     models = Models([text_response("small")], reroute=ModelTarget("routed-summary-provider", "x"))
     session = fx.conversation(3)
-    service = CompactionService(
-        load_compact_config({}), summarizer=summarizer(models), capacity=lambda target: None
-    )
+    service = CompactionService(load_compact_config({}), summarizer=summarizer(models), capacity=lambda target: None)
     result = await service.compact_region(session, 1, 10)
     data = session.event(result.summary_seq).data
     assert (data["provider"], data["model"], data["maxTokens"]) == ("routed-summary-provider", "x", 8192)
@@ -221,16 +219,12 @@ async def test_a_failed_summary_writes_only_start_and_end(fx) -> None:
     session = fx.conversation(2)
     before = session.seq
     models = Models([max_tokens_response("a summary cut short")])
-    service = CompactionService(
-        load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None
-    )
+    service = CompactionService(load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None)
     with pytest.raises(SummarizationError) as info:
         await service.compact_region(session, 1, 4)
     assert info.value.code == "MAX_TOKENS"
     assert [e.type for e in session.events[before:]] == ["compact/start", "compact/end"]
-    assert (
-        session.events[-1].data["error"] == "summarization truncated at the token cap (incomplete checkpoint)"
-    )
+    assert session.events[-1].data["error"] == "summarization truncated at the token cap (incomplete checkpoint)"
 
 
 async def test_an_adapter_failure_propagates_through_the_transaction(fx) -> None:
@@ -238,9 +232,7 @@ async def test_an_adapter_failure_propagates_through_the_transaction(fx) -> None
         raise ModelFailure("rate limited", "RATE_LIMIT")
 
     session = fx.conversation(2)
-    service = CompactionService(
-        load_compact_config({}), summarizer=summarizer(Models([fail])), capacity=lambda t: None
-    )
+    service = CompactionService(load_compact_config({}), summarizer=summarizer(Models([fail])), capacity=lambda t: None)
     with pytest.raises(ModelFailure, match="rate limited"):
         await service.compact_region(session, 1, 4)
     assert session.events[-1].data == {"turn": 3, "error": "rate limited"}
@@ -250,9 +242,7 @@ async def test_the_scripted_plain_mode_summary_is_smaller(fx) -> None:
     session = fx.conversation(4)
     models = Models([])
     models.adapter = ScriptedAdapter()  # plain mode answers compaction requests itself
-    service = CompactionService(
-        load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None
-    )
+    service = CompactionService(load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None)
     result = await service.compact_region(session, 1, 16)
     assert "## Primary Request and Intent" in result.summary[0]["text"]
     assert session.surface.nodes == [result.checkpoint_seq, 20, 22]
@@ -261,8 +251,6 @@ async def test_the_scripted_plain_mode_summary_is_smaller(fx) -> None:
 async def test_a_not_smaller_model_summary_is_refused(fx) -> None:
     session = fx.conversation(1)
     models = Models([text_response("y" * 2000)])
-    service = CompactionService(
-        load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None
-    )
+    service = CompactionService(load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None)
     with pytest.raises(CompactionError, match="summary is not smaller than the shadowed content"):
         await service.compact_region(session, 1, 1)

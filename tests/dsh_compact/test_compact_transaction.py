@@ -114,9 +114,7 @@ async def test_region_of_three_turns(fx) -> None:
     stub = fx.StubSummarizer()
     signal = asyncio.Event()
     result = await service_for(stub).compact_region(session, 1, 10, signal)
-    assert (
-        result.shadowed_seqs == tuple(session.event(result.summary_seq).data["shadowedSeqs"]) == (1, 4, 8, 10)
-    )
+    assert result.shadowed_seqs == tuple(session.event(result.summary_seq).data["shadowedSeqs"]) == (1, 4, 8, 10)
     (request, agent, forwarded), *_ = stub.calls
     assert forwarded is signal
     assert agent.session is session
@@ -277,9 +275,7 @@ async def test_the_lock_snapshot_must_match_the_selection(fx) -> None:
 
     session = fx.conversation(2)
     stub = fx.StubSummarizer()
-    with pytest.raises(
-        CompactionError, match="compaction: selected surface changed before summarization began"
-    ):
+    with pytest.raises(CompactionError, match="compaction: selected surface changed before summarization began"):
         await service_for(stub, meter=DroppingMeter()).compact_region(session, 1, 4)
     assert [e.type for e in session.events[-2:]] == ["compact/start", "compact/end"]
     assert stub.calls == []
@@ -376,9 +372,7 @@ async def test_repeated_compaction_keeps_one_checkpoint_lineage(fx) -> None:
     assert second.shadowed_range[0] == first.checkpoint_seq
     nodes = session.surface.nodes
     assert nodes[0] == second.checkpoint_seq
-    checkpoints = [
-        s for s in nodes if session.event(s).data.get("source") == {"kind": "plugin", "plugin": "compact"}
-    ]
+    checkpoints = [s for s in nodes if session.event(s).data.get("source") == {"kind": "plugin", "plugin": "compact"}]
     assert checkpoints == [second.checkpoint_seq]
     kinds = classify(session.events)
     assert kinds[first.checkpoint_seq] == "shadowed"

@@ -174,9 +174,7 @@ async def agent_harness(
             host.pm.register(obj)
         session = session if session is not None else fixed_session(tmp_path)
         model = CheckingAdapter(ScriptedAdapter(list(script)), session)
-        agent = Agent(
-            host, session, provider="mock", model="mock", adapter=model, system=system, **agent_options
-        )
+        agent = Agent(host, session, provider="mock", model="mock", adapter=model, system=system, **agent_options)
         harness = Harness(host, session, model, agent)
         agent.on_status(harness.statuses.append)
         try:

@@ -115,9 +115,7 @@ class SSEServer:
         try:
             while (request := await _read_request(reader)) is not None:
                 self.requests.append(request)
-                reply = (
-                    self.replies.popleft() if self.replies else Reply.json(500, {"error": "no reply queued"})
-                )
+                reply = self.replies.popleft() if self.replies else Reply.json(500, {"error": "no reply queued"})
                 if not await self._answer(reply, reader, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError):

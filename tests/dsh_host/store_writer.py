@@ -52,11 +52,7 @@ def report(line: str, *, wait: bool = True) -> None:
 
 async def write_turns(host: Host, session_id: str) -> None:
     registry = host.sessions
-    session = (
-        await registry.resume(session_id)
-        if host.store.has(session_id)
-        else registry.create("/work", session_id)
-    )
+    session = await registry.resume(session_id) if host.store.has(session_id) else registry.create("/work", session_id)
     turn = session.last_turn_number()
     while True:
         turn += 1
@@ -69,18 +65,14 @@ async def write_turns(host: Host, session_id: str) -> None:
         await registry.flush(session)
         report(f"open {session.seq}")
         session.append("step/start", {"turn": turn, "step": 1})
-        session.append(
-            "request/header", {"header": {"config": PROVENANCE, "system": "s"}, "reason": "initial"}
-        )
+        session.append("request/header", {"header": {"config": PROVENANCE, "system": "s"}, "reason": "initial"})
         await registry.flush(session)
         report(f"open {session.seq}")
         chunk_seqs = []
         for batch in range(CHUNK_BATCHES):
             for i in range(CHUNKS_PER_BATCH):
                 chunk = {"type": "text-delta", "index": 0, "text": f"[{batch}.{i}] " + "x" * (i * 40)}
-                chunk_seqs.append(
-                    session.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}).seq
-                )
+                chunk_seqs.append(session.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}).seq)
             await registry.flush(session)
             report(f"open {session.seq}")
         call_id = f"call-{turn}"

@@ -18,9 +18,7 @@ RUNNER = Path(__file__).with_name("agent_crash_runner.py")
 
 def kill_at(data_dir: Path, mode: str) -> None:
     """Run the runner until it reports reaching its blocking point, then SIGKILL it."""
-    process = subprocess.Popen(
-        [sys.executable, str(RUNNER), str(data_dir), mode], stdout=subprocess.PIPE, text=True
-    )
+    process = subprocess.Popen([sys.executable, str(RUNNER), str(data_dir), mode], stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline()
         assert line.strip() == f"in {mode}", f"runner exited early with {process.poll()}"

@@ -30,10 +30,7 @@ def test_an_empty_message_renders_the_class_name():
 
 
 def test_a_cause_is_appended_after_a_colon():
-    assert (
-        render_error(chained("fetch failed", ConnectionResetError("ECONNRESET")))
-        == "fetch failed: ECONNRESET"
-    )
+    assert render_error(chained("fetch failed", ConnectionResetError("ECONNRESET"))) == "fetch failed: ECONNRESET"
     assert render_error(chained("a", chained("b", OSError("c")))) == "a: b: c"
 
 

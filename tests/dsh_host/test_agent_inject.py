@@ -83,9 +83,7 @@ async def test_inject_during_a_tool_batch_waits_for_the_results(tmp_path):
         assert h.of("context/message") == []
         return ToolResult(
             content=[text("tool output")],
-            additional_contexts=[
-                {"content": [text("tool context")], "source": plugin("tool"), "placement": "x"}
-            ],
+            additional_contexts=[{"content": [text("tool context")], "source": plugin("tool"), "placement": "x"}],
         )
 
     probe = ProbeTool(during)
@@ -143,9 +141,7 @@ async def test_inject_decides_enclosure_from_the_log(tmp_path):
 
 async def test_idle_inject_with_bad_content_still_closes_and_flushes_its_turn(tmp_path):
     async with agent_harness(tmp_path) as h:
-        with pytest.raises(
-            TypeError, match='session event "context/message" carries non-JSON-serializable data'
-        ):
+        with pytest.raises(TypeError, match='session event "context/message" carries non-JSON-serializable data'):
             h.agent.inject([{"type": "text", "text": math.nan}])
         assert h.types() == ["turn/start", "turn/end"]
         await h.agent.dispose()  # waits for the background flush

@@ -75,9 +75,7 @@ async def test_request_errors_fail_the_turn_once_recovery_gives_up(tmp_path):
         await h.run("go")
 
         assert [prior for *_, prior in retry.seen] == [[], ["RATE_LIMIT"], ["RATE_LIMIT", "RATE_LIMIT"]]
-        assert h.turn_ends() == [
-            {"kind": "error", "step": 3, "failure": {"message": "third", "code": "SERVER_ERROR"}}
-        ]
+        assert h.turn_ends() == [{"kind": "error", "step": 3, "failure": {"message": "third", "code": "SERVER_ERROR"}}]
         assert len(h.of("step/start")) == len(h.of("step/end")) == 3
 
 
@@ -116,9 +114,7 @@ async def test_a_broken_recovery_plugin_means_fail(tmp_path, caplog):
     ) as h:
         await h.run("go")
 
-        assert h.turn_ends() == [
-            {"kind": "error", "step": 1, "failure": {"message": "down", "code": "SERVER_ERROR"}}
-        ]
+        assert h.turn_ends() == [{"kind": "error", "step": 1, "failure": {"message": "down", "code": "SERVER_ERROR"}}]
     assert "request recovery failed at turn 1, step 1: recovery broke" in caplog.text
 
 
@@ -221,9 +217,7 @@ async def test_tool_calls_run_concurrently_and_commit_in_model_order(tmp_path):
         ]
     chunks.append({"type": "finish", "reason": {"kind": "tool-calls"}})
     probe = ProbeTool(during)
-    async with agent_harness(
-        tmp_path, [chunks, text_response("done")], extra=[probe], max_parallel_tools=2
-    ) as h:
+    async with agent_harness(tmp_path, [chunks, text_response("done")], extra=[probe], max_parallel_tools=2) as h:
         await h.run("go")
 
         assert peak == 2

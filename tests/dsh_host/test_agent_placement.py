@@ -78,8 +78,7 @@ async def test_example_a_without_contexts_writes_no_envelope_key(tmp_path):
         [message] = h.of("user/message")
         # The same bytes a host that knows nothing about contexts writes.
         assert (
-            message.data_json
-            == '{"content":[{"type":"text","text":"what did we decide?"}],"source":{"kind":"user"}}'
+            message.data_json == '{"content":[{"type":"text","text":"what did we decide?"}],"source":{"kind":"user"}}'
         )
         assert message.to_line() == (
             '{"type":"user/message","seq":1,"time":1700000000000,"data":{"content":[{"type":"text",'
@@ -250,9 +249,7 @@ async def test_example_c_running_steer_with_prefix_and_separate_contexts(tmp_pat
         events = h.session.events
         [result] = h.of("tool/result")
         tail = events[result.seq + 1 : result.seq + 6]
-        assert [json.loads(e.to_line()) | {"seq": 0} for e in tail] == [
-            json.loads(x) for x in golden(EXAMPLE_C_TAIL)
-        ]
+        assert [json.loads(e.to_line()) | {"seq": 0} for e in tail] == [json.loads(x) for x in golden(EXAMPLE_C_TAIL)]
         steering = tail[0]
         assert tail[1].seq == steering.seq + 1
         assert h.turn_ends() == [{"kind": "completed"}]

@@ -60,9 +60,7 @@ class SteerAfterStep:
 
 
 async def test_steering_after_the_last_checkpoint_still_continues_the_turn(tmp_path):
-    async with agent_harness(
-        tmp_path, [text_response("a"), text_response("b")], extra=[SteerAfterStep()]
-    ) as h:
+    async with agent_harness(tmp_path, [text_response("a"), text_response("b")], extra=[SteerAfterStep()]) as h:
         await h.run("go")
 
         assert [e.data["step"] for e in h.of("step/start")] == [1, 2]
@@ -77,9 +75,7 @@ async def test_steering_after_the_last_checkpoint_still_continues_the_turn(tmp_p
 async def test_late_steering_is_requeued_with_its_contexts(tmp_path):
     recorder = QueuedRecorder()
     submits = SubmitRecorder()
-    async with agent_harness(
-        tmp_path, [text_response("a"), text_response("b")], extra=[recorder, submits]
-    ) as h:
+    async with agent_harness(tmp_path, [text_response("a"), text_response("b")], extra=[recorder, submits]) as h:
 
         def steer_at_turn_end(_, event):
             if event.type == "turn/end" and event.data["turn"] == 1:

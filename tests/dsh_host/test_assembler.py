@@ -117,9 +117,7 @@ def test_last_usage_wins_and_replay_state_comes_from_finish():
 
 
 def test_missing_finish_counts_as_stop_and_unknown_chunks_are_ignored():
-    message = assemble(
-        [{"type": "future-chunk", "index": 0}, {"type": "text-delta", "index": 0, "text": "x"}]
-    )
+    message = assemble([{"type": "future-chunk", "index": 0}, {"type": "text-delta", "index": 0, "text": "x"}])
     assert message.finish == {"kind": "stop"}
     assert message.usage is None
     assert message.content == [{"type": "text", "text": "x"}]

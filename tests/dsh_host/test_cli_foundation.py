@@ -67,10 +67,7 @@ def test_bad_value_for_every_command(capsys, tmp_path):
     (tmp_path / "dsh.toml").write_text("[plugins.session-reference]\nmax_references = 4\n")
     for argv in (["plugins"], ["config"], ["sessions", "list"]):
         assert main(argv) == 2
-        assert (
-            "[plugins.session-reference] max_references must be an integer in 1..3, got 4"
-            in capsys.readouterr().err
-        )
+        assert "[plugins.session-reference] max_references must be an integer in 1..3, got 4" in capsys.readouterr().err
 
 
 def test_usage_error_is_exit_2(capsys):
@@ -81,9 +78,7 @@ def test_usage_error_is_exit_2(capsys):
 def test_plugin_adds_subcommand_through_dsh_register_commands(tmp_path, monkeypatch, capsys):
     site = tmp_path / "site"
     (site / "cmdplug-0.1.dist-info").mkdir(parents=True)
-    (site / "cmdplug-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: cmdplug\nVersion: 0.1\n"
-    )
+    (site / "cmdplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: cmdplug\nVersion: 0.1\n")
     (site / "cmdplug-0.1.dist-info" / "entry_points.txt").write_text("[dsh]\nhello = cmdplug_hello\n")
     (site / "cmdplug_hello.py").write_text(
         textwrap.dedent(

@@ -125,9 +125,7 @@ async def test_list_dir(workspace):
     assert body(result) == "notes.txt\nsrc/"
     assert body(await fs_read.list_dir({"path": "src"}, context(workspace))) == "main.py"
     assert (await fs_read.list_dir({"path": ".."}, context(workspace))).error["code"] == "PATH_OUTSIDE_CWD"
-    assert (await fs_read.list_dir({"path": "notes.txt"}, context(workspace))).error[
-        "code"
-    ] == "NOT_A_DIRECTORY"
+    assert (await fs_read.list_dir({"path": "notes.txt"}, context(workspace))).error["code"] == "NOT_A_DIRECTORY"
 
 
 async def test_list_dir_caps_entries(workspace, monkeypatch):

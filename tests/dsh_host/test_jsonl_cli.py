@@ -68,9 +68,7 @@ def dsh(tmp_path, monkeypatch, capsys):
 
 
 def stored_ids(home: Path) -> list[str]:
-    with Host.start(
-        load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=home.parent)
-    ) as host:
+    with Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=home.parent)) as host:
         return [r.id for r in host.store.list_sessions()]
 
 
@@ -263,10 +261,7 @@ def test_a_store_that_is_not_ours_is_a_clear_error_and_left_alone(dsh, tmp_path)
     db.write_bytes(b"definitely not sqlite" * 100)
     code, out, err = dsh("sessions", "list")
     assert code == 1 and out == ""
-    assert (
-        err
-        == f"dsh: error: {db} is not a dsh session store (not an SQLite database); it was left untouched\n"
-    )
+    assert err == f"dsh: error: {db} is not a dsh session store (not an SQLite database); it was left untouched\n"
     assert db.read_bytes() == b"definitely not sqlite" * 100
 
 

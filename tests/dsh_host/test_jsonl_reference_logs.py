@@ -97,9 +97,7 @@ def test_reference_log_round_trips_and_folds(imported, path, tmp_path, monkeypat
     events = [event_from_json(raw, expected_seq=i) for i, raw in enumerate(source[1:])]
     nodes = list(fold(events).nodes)
     assert nodes == naive_surface(source[1:])
-    with Host.start(
-        load_config(env={"DSH_HOME": str(imported), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)
-    ) as host:
+    with Host.start(load_config(env={"DSH_HOME": str(imported), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as host:
         surface = host.store.read_surface(session_id)
         assert [e["seq"] for e in surface.events] == nodes
         assert surface.events == [source[1 + seq] for seq in nodes]

@@ -250,9 +250,7 @@ async def test_429_with_retry_after_zero_then_success(server: SSEServer):
 async def test_429_exhausting_the_retries_is_a_rate_limit(server: SSEServer):
     for _ in range(3):
         server.replies.append(
-            Reply.json(
-                429, {"error": {"message": "slow down"}}, {"retry-after-ms": "0", "x-request-id": "r1"}
-            )
+            Reply.json(429, {"error": {"message": "slow down"}}, {"retry-after-ms": "0", "x-request-id": "r1"})
         )
     with pytest.raises(ModelFailure) as caught:
         await collect(adapter_for(server, max_retries=2), request())
@@ -436,9 +434,7 @@ async def test_request_body_and_headers(server: SSEServer):
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [
-                    {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-                ],
+                "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
             },
         ],
         "stream": True,
@@ -553,9 +549,7 @@ def test_create_from_config(tmp_path: Path):
 
 def test_sse_fields_comments_and_multiline_data():
     parser = SSEParser()
-    events = parser.feed(
-        b"\xef\xbb\xbf: hello\nevent: note\nid: 7\ndata: a\ndata:b\nretry: 5\n\ndata: [DONE]\n\n"
-    )
+    events = parser.feed(b"\xef\xbb\xbf: hello\nevent: note\nid: 7\ndata: a\ndata:b\nretry: 5\n\ndata: [DONE]\n\n")
     assert events == [ServerSentEvent("a\nb", "note", "7"), ServerSentEvent("[DONE]", "message", "7")]
     assert events[1].is_done
 

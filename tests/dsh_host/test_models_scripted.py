@@ -45,9 +45,7 @@ def assistant(text: str) -> dict:
 
 
 def request(*messages: dict, signal: asyncio.Event | None = None, purpose: str | None = None) -> ModelRequest:
-    return ModelRequest(
-        provider="scripted", model="scripted", messages=list(messages), signal=signal, purpose=purpose
-    )
+    return ModelRequest(provider="scripted", model="scripted", messages=list(messages), signal=signal, purpose=purpose)
 
 
 async def collect(adapter: ScriptedAdapter, req: ModelRequest) -> list[dict]:
@@ -120,9 +118,7 @@ async def test_script_entries_play_in_order_and_requests_are_recorded():
     async def later(req: ModelRequest) -> list[dict]:
         return text_response("async")
 
-    adapter = ScriptedAdapter(
-        [text_response("one"), lambda req: text_response(f"n={len(req.messages)}"), later]
-    )
+    adapter = ScriptedAdapter([text_response("one"), lambda req: text_response(f"n={len(req.messages)}"), later])
     first, second, third = request(user("a")), request(user("a"), user("b")), request()
     assert await reply_text(adapter, first) == "one"
     assert await reply_text(adapter, second) == "n=2"
@@ -232,9 +228,7 @@ async def test_script_files_cover_every_entry_kind(tmp_path: Path, name: str):
     assert await collect(adapter, req) == max_tokens_response("cut")
     assert await collect(adapter, req) == [{"type": "finish", "reason": {"kind": "stop"}}]
     failure = {"message": "filtered", "code": "CONTENT_FILTER"}
-    assert await collect(adapter, req) == [
-        {"type": "finish", "reason": {"kind": "error", "failure": failure}}
-    ]
+    assert await collect(adapter, req) == [{"type": "finish", "reason": {"kind": "error", "failure": failure}}]
     with pytest.raises(ModelFailure, match="quota") as caught:
         await collect(adapter, req)
     assert caught.value.code == "RATE_LIMIT"
@@ -292,9 +286,7 @@ def host_with(tmp_path: Path, toml: str = "") -> SimpleNamespace:
 
 async def test_create_reads_the_configured_script_relative_to_the_config_file(tmp_path: Path):
     (tmp_path / "replies.json").write_text('[{"text": "from file"}]')
-    adapter = create(
-        host_with(tmp_path, '[models.scripted]\nscript = "replies.json"\ncontext_window = 4000\n')
-    )
+    adapter = create(host_with(tmp_path, '[models.scripted]\nscript = "replies.json"\ncontext_window = 4000\n'))
     assert await reply_text(adapter, request(user("hi"))) == "from file"
     assert adapter.context_window("scripted") == 4000
 
@@ -371,15 +363,11 @@ async def test_plain_mode_survives_an_unreadable_snapshot():
 
 def conversation() -> list[dict]:
     return [
-        user(
-            "Please refactor src/app.py so that the config loader validates every key and reports bad ones."
-        ),
+        user("Please refactor src/app.py so that the config loader validates every key and reports bad ones."),
         assistant("I will read the file first. " * 8),
         {
             "role": "assistant",
-            "content": [
-                {"type": "tool-call", "id": "c1", "name": "read", "arguments": '{"path":"src/app.py"}'}
-            ],
+            "content": [{"type": "tool-call", "id": "c1", "name": "read", "arguments": '{"path":"src/app.py"}'}],
         },
         {
             "role": "user",

@@ -30,9 +30,7 @@ def fake_plugins(tmp_path, monkeypatch):
     root = tmp_path / "site"
     root.mkdir()
     (root / "fakeplug-0.1.dist-info").mkdir()
-    (root / "fakeplug-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n"
-    )
+    (root / "fakeplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n")
     (root / "fakeplug-0.1.dist-info" / "entry_points.txt").write_text(
         "[dsh]\nrecorder = fakeplug_recorder\nbroken-import = fakeplug_broken\nbroken-mount = fakeplug_badmount\n"
     )
@@ -86,9 +84,7 @@ def test_feature_entry_points_are_discovered_and_none_mounted_with_empty_switch(
 
 
 def test_configured_plugins_mount_in_order_with_their_tables(tmp_path, fake_plugins):
-    (tmp_path / "dsh.toml").write_text(
-        '[host]\nplugins = ["retention", "recorder"]\n[plugins.recorder]\nx = 1\n'
-    )
+    (tmp_path / "dsh.toml").write_text('[host]\nplugins = ["retention", "recorder"]\n[plugins.recorder]\nx = 1\n')
     host = Host.start(load_config(env={"DSH_HOME": str(tmp_path / "d")}, cwd=tmp_path))
     import fakeplug_recorder
 
@@ -133,11 +129,7 @@ def test_mount_failure_rolls_back_earlier_plugins(tmp_path, fake_plugins):
 def test_bad_config_value_names_table_key_and_value(tmp_path, value):
     (tmp_path / "dsh.toml").write_text(f"[plugins.session-reference]\nmax_references = {value}\n")
     with pytest.raises(PluginError) as info:
-        Host.start(
-            load_config(
-                env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": "session-reference"}, cwd=tmp_path
-            )
-        )
+        Host.start(load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": "session-reference"}, cwd=tmp_path))
     message = str(info.value)
     assert "[plugins.session-reference] max_references" in message
     assert value.strip('"') in message
@@ -198,19 +190,13 @@ def test_firstresult_waterfall_default_wrapper_and_block(tmp_path):
     ctx = [{"content": [], "source": {"kind": "plugin", "plugin": "x"}}]
     try:
         call = host.hook.dsh_prompt_submit
-        assert call(agent=None, content="hi", source=None, signal=None, contexts=ctx) == Allow(
-            additional_contexts=ctx
-        )
+        assert call(agent=None, content="hi", source=None, signal=None, contexts=ctx) == Allow(additional_contexts=ctx)
         assert call(agent=None, content="hi", source=None, signal=None, contexts=[]) == Allow()
         host.pm.register(Rewriter())
         host.pm.register(Blocker())
-        decision = asyncio.run(
-            resolve(call(agent=None, content="hi", source=None, signal=None, contexts=ctx))
-        )
+        decision = asyncio.run(resolve(call(agent=None, content="hi", source=None, signal=None, contexts=ctx)))
         assert decision == Allow(content=[{"type": "text", "text": "rewritten"}], additional_contexts=ctx)
-        blocked = asyncio.run(
-            resolve(call(agent=None, content="forbidden", source=None, signal=None, contexts=ctx))
-        )
+        blocked = asyncio.run(resolve(call(agent=None, content="forbidden", source=None, signal=None, contexts=ctx)))
         assert blocked == Block("no")
     finally:
         host.close()

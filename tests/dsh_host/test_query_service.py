@@ -126,9 +126,7 @@ async def test_read_events_returns_the_whole_log(host, log_builder):
     L = log_builder
     raws = spec_2_4_f(L)
     host.store.append(SessionHeader(id="s", created_at=0), L.events(raws))
-    assert await host.services.session_query.read_events("s") == [
-        json.loads(e.to_line()) for e in L.events(raws)
-    ]
+    assert await host.services.session_query.read_events("s") == [json.loads(e.to_line()) for e in L.events(raws)]
 
 
 @pytest.mark.parametrize("method", ["read_surface", "read_events", "read_title", "read_header"])
@@ -144,9 +142,7 @@ async def test_unknown_session_is_not_found(host, method):
 
 
 def _title(L, seq, title):
-    return L.raw(
-        "session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=seq
-    )
+    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=seq)
 
 
 async def test_read_title_live_and_persisted_latest_wins(host, log_builder):
@@ -169,9 +165,7 @@ async def test_list_sessions_overlays_live_sessions_newest_first(host, log_build
     L = log_builder
     query = host.services.session_query
     for sid, created in (("old", 1), ("both", 3), ("tie-b", 2), ("tie-a", 2)):
-        host.store.append(
-            SessionHeader(id=sid, created_at=created, cwd=f"/{sid}"), L.events([_title(L, 0, sid)])
-        )
+        host.store.append(SessionHeader(id=sid, created_at=created, cwd=f"/{sid}"), L.events([_title(L, 0, sid)]))
     live_only = host.sessions.create("/live", "live-only", created_at=2)
     live_only.append_raw(_title(L, 0, "in memory"))
     both = await host.sessions.resume("both")

@@ -152,13 +152,9 @@ def test_lossless_accepts_deep_nesting_within_the_json_codec_limit():
         st.none()
         | st.booleans()
         | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-        | st.floats(allow_nan=False, allow_infinity=False).filter(
-            lambda f: not (f == 0 and math.copysign(1, f) < 0)
-        )
+        | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not (f == 0 and math.copysign(1, f) < 0))
         | st.text(),
-        lambda children: (
-            st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
-        ),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
         max_leaves=20,
     )
 )

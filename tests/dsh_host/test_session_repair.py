@@ -18,15 +18,11 @@ OUTCOME_UNKNOWN = (
     "or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry "
     "blindly."
 )
-NOT_STARTED = (
-    "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
-)
+NOT_STARTED = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
 
 
 def turn_start(L, seq, turn=1, time=0):
-    return L.raw(
-        "turn/start", seq, {"turn": turn, "trigger": {"kind": "message", "source": L.USER}}, time=time
-    )
+    return L.raw("turn/start", seq, {"turn": turn, "trigger": {"kind": "message", "source": L.USER}}, time=time)
 
 
 def turn_end(L, seq, turn=1, kind="completed"):
@@ -184,14 +180,10 @@ def test_closers_continue_the_log_as_a_valid_surface(log_builder):
 
 
 def _store_log(host, session_id, raws):
-    host.store.append(
-        SessionHeader(id=session_id, created_at=1, cwd="/w"), [event_from_json(r) for r in raws]
-    )
+    host.store.append(SessionHeader(id=session_id, created_at=1, cwd="/w"), [event_from_json(r) for r in raws])
 
 
-async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(
-    host, log_builder, tmp_path
-):
+async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(host, log_builder, tmp_path):
     L = log_builder
     raws = [
         turn_start(L, 0),
@@ -214,9 +206,7 @@ async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_e
 
     # A later host resumes the now balanced log without adding anything.
     await host.sessions.close()
-    with Host.start(
-        load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)
-    ) as again:
+    with Host.start(load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as again:
         resumed = await again.sessions.resume("crashed")
         assert resumed.seq == 8
         assert again.store.read_lines("crashed")[1] == lines

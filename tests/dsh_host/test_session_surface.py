@@ -105,12 +105,8 @@ def test_item6_nested_replace_uses_surface_positions_not_seq_order(log_builder):
 
 def test_item7_replace_range_errors(log_builder):
     L = log_builder
-    assert_rejected(
-        [L.user(0), L.user(1), L.assistant(2, op=L.replace(5, 0), sources=[0])], "start seq 5 not found"
-    )
-    assert_rejected(
-        [L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 99), sources=[0])], "end seq 99 not found"
-    )
+    assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(5, 0), sources=[0])], "start seq 5 not found")
+    assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 99), sources=[0])], "end seq 99 not found")
     assert_rejected(
         [L.user(0), L.user(1), L.assistant(2, op=L.replace(1, 0), sources=[0, 1])],
         "start seq 1 (index 1) is after end seq 0 (index 0)",
@@ -214,9 +210,7 @@ def test_invalid_surface_ops(log_builder, op):
 def test_item12_assistant_may_have_empty_provenance(log_builder):
     L = log_builder
     assert surface_of([L.raw("turn/start", 0), L.assistant(1, sources=[])]) == (1,)
-    assert_rejected(
-        [L.raw("turn/start", 0), L.raw("tool/result", 1, {}, op="append", sources=[])], "must not be empty"
-    )
+    assert_rejected([L.raw("turn/start", 0), L.raw("tool/result", 1, {}, op="append", sources=[])], "must not be empty")
 
 
 def _tool_log(L, **meta):
@@ -284,9 +278,7 @@ def test_item13_tool_result_rewrite_rules(log_builder):
 
 def test_item14_an_empty_assistant_message_derives_no_message(log_builder):
     L = log_builder
-    session = Session(
-        header(), L.events([L.user(0, "question"), L.assistant(1, None), L.assistant(2, "answer")])
-    )
+    session = Session(header(), L.events([L.user(0, "question"), L.assistant(1, None), L.assistant(2, "answer")]))
     assert session.surface.nodes == [0, 1, 2]
     assert derive_event_message(session.event(1)) is None
     assert [m["role"] for m in session.derive_messages()] == ["user", "assistant"]
@@ -306,9 +298,7 @@ def test_projection_of_every_surface_type(log_builder):
     steering = {**L.user_data("steer"), "turn": 1, "envelope": {"displayContent": [], "prefixContexts": []}}
     raws = [
         L.raw("steering/message", 0, steering, op="append"),
-        L.raw(
-            "tool/result", 1, L.tool_result_data("c", "out", error={"name": "E", "code": "C"}), op="append"
-        ),
+        L.raw("tool/result", 1, L.tool_result_data("c", "out", error={"name": "E", "code": "C"}), op="append"),
         L.raw(
             "assistant/message",
             2,
@@ -321,9 +311,7 @@ def test_projection_of_every_surface_type(log_builder):
         {"role": "user", "content": [L.text("steer")]},
         {
             "role": "user",
-            "content": [
-                {"type": "tool-result", "toolCallId": "c", "content": [L.text("out")], "isError": False}
-            ],
+            "content": [{"type": "tool-result", "toolCallId": "c", "content": [L.text("out")], "isError": False}],
         },
         {"role": "assistant", "content": [L.text("a")], "provenance": L.PROVENANCE},
     ]
@@ -462,9 +450,7 @@ def test_random_logs_fold_like_a_naive_model(log_builder, data):
 
 def test_item20_canonical_header_drops_empty_optional_parts():
     config = {"provider": "p", "model": "m"}
-    assert canonical_header({"config": config, "system": "", "tools": [], "messagePrefix": []}) == {
-        "config": config
-    }
+    assert canonical_header({"config": config, "system": "", "tools": [], "messagePrefix": []}) == {"config": config}
     full = {"config": {**config, "temperature": 0.5}, "system": "sys", "tools": [{"name": "a"}]}
     assert canonical_header(full) == full
 

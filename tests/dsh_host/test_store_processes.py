@@ -112,9 +112,9 @@ def test_a_writer_killed_mid_turn_twenty_times(tmp_path):
             assert appended == closers, context
             if closers:
                 assert closers[-1]["data"]["reason"] == {"kind": "interrupted"}
-                step_open = any(
-                    e.type == "step/start" for e in events[_last_turn_start(events) :]
-                ) and not any(e.type == "step/end" for e in events[_last_turn_start(events) :])
+                step_open = any(e.type == "step/start" for e in events[_last_turn_start(events) :]) and not any(
+                    e.type == "step/end" for e in events[_last_turn_start(events) :]
+                )
                 assert ("step/end" in [c["type"] for c in closers]) == step_open, context
             else:
                 assert race, context  # only a racing writer can have closed its turn
@@ -143,9 +143,7 @@ def test_two_writers_and_a_reader_at_once(tmp_path):
     writers = []
     try:
         assert read_line(reader) == "ready"
-        writers = [
-            spawn("append", str(home), sid, str(count), str(batch)) for sid, batch in (("a", 2), ("b", 3))
-        ]
+        writers = [spawn("append", str(home), sid, str(count), str(batch)) for sid, batch in (("a", 2), ("b", 3))]
         for writer in writers:
             out, err = writer.communicate(timeout=TIMEOUT)
             assert writer.returncode == 0, err
@@ -166,6 +164,4 @@ def test_two_writers_and_a_reader_at_once(tmp_path):
         assert {sid: len(events) for sid, events in logs.items()} == {"a": count, "b": count}
         for sid, events in logs.items():
             contexts = [e for e in events if e.type == "context/message"]
-            assert [e.data["content"][0]["text"] for e in contexts] == [
-                f"{sid} {i}" for i in range(1, count - 1, 10)
-            ]
+            assert [e.data["content"][0]["text"] for e in contexts] == [f"{sid} {i}" for i in range(1, count - 1, 10)]

@@ -102,9 +102,7 @@ def surface_seqs(store: SqliteSessionStore, session_id: str) -> list[int]:
 
 
 def test_round_trip(store):
-    header = SessionHeader(
-        id="round", created_at=1_700_000_000_123, cwd="/home/me/project", delegation_depth=0
-    )
+    header = SessionHeader(id="round", created_at=1_700_000_000_123, cwd="/home/me/project", delegation_depth=0)
     session = Session(header)
     run_turn(session, 1)
     store.append(header, session.events)
@@ -140,9 +138,7 @@ def test_a_session_with_no_events_is_not_stored(store):
 
 
 def test_header_fields_round_trip(store, log_builder):
-    store.append(
-        SessionHeader(id="plain", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
-    )
+    store.append(SessionHeader(id="plain", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
     # The header is kept as its JSONL line, which always carries delegationDepth (0 when absent).
     assert store.read_header("plain") == SessionHeader(id="plain", created_at=0, delegation_depth=0)
     header = SessionHeader(
@@ -201,18 +197,13 @@ def test_directory_is_0700_and_database_files_0600(tmp_path, log_builder):
     data_dir = tmp_path / "deep" / "dsh"
     store = SqliteSessionStore.open(data_dir / "sessions.sqlite3")
     try:
-        store.append(
-            SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
-        )
+        store.append(SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
         files = sorted(p.name for p in data_dir.iterdir())
         assert "sessions.sqlite3" in files
         for name in files:
             assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name
-        assert (
-            sqlite3.connect(data_dir / "sessions.sqlite3").execute("PRAGMA journal_mode").fetchone()[0]
-            == "wal"
-        )
+        assert sqlite3.connect(data_dir / "sessions.sqlite3").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         store.close()
 
@@ -220,9 +211,7 @@ def test_directory_is_0700_and_database_files_0600(tmp_path, log_builder):
 def test_the_host_keeps_its_store_under_dsh_home(tmp_path, log_builder):
     home = tmp_path / "home"
     with Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as host:
-        host.store.append(
-            SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)])
-        )
+        host.store.append(SessionHeader(id="s", created_at=0), log_builder.events([log_builder.raw("turn/start", 0)]))
         assert host.store.path == home / "sessions.sqlite3"
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
 
@@ -231,17 +220,13 @@ def test_the_host_keeps_its_store_under_dsh_home(tmp_path, log_builder):
 
 
 def _title(L, seq, title, time=0):
-    return L.raw(
-        "session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=time
-    )
+    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=time)
 
 
 def test_list_sessions_newest_first_ties_by_id_with_latest_titles(store, log_builder):
     L = log_builder
     for sid, created in [("old", 1), ("b", 7), ("B", 7), ("a", 7), ("é", 7), ("new", 9), ("mid", 5.5)]:
-        store.append(
-            SessionHeader(id=sid, created_at=created, cwd=f"/w/{sid}"), L.events([L.raw("turn/start", 0)])
-        )
+        store.append(SessionHeader(id=sid, created_at=created, cwd=f"/w/{sid}"), L.events([L.raw("turn/start", 0)]))
     store.append(SessionHeader(id="b", created_at=7), [event_from_json(_title(L, 1, "first title", 10))])
     store.append(
         SessionHeader(id="b", created_at=7),
@@ -269,9 +254,7 @@ def test_list_sessions_newest_first_ties_by_id_with_latest_titles(store, log_bui
 
 def test_listing_reads_no_log(store, log_builder):
     L = log_builder
-    store.append(
-        SessionHeader(id="s", created_at=0), L.events([L.raw("turn/start", 0), _title(L, 1, "kept")])
-    )
+    store.append(SessionHeader(id="s", created_at=0), L.events([L.raw("turn/start", 0), _title(L, 1, "kept")]))
     statements: list[str] = []
     conn = store._connection()
     conn.set_trace_callback(statements.append)

@@ -89,9 +89,7 @@ def _event(L, raw):
 def test_only_direct_human_text_is_eligible(log_builder):
     L = log_builder
     assert eligible_title_text(_event(L, L.user(0, "  hello "))) == "  hello "
-    plugin = L.raw(
-        "user/message", 0, L.user_data("from a plugin", {"kind": "plugin", "plugin": "x"}), op="append"
-    )
+    plugin = L.raw("user/message", 0, L.user_data("from a plugin", {"kind": "plugin", "plugin": "x"}), op="append")
     assert eligible_title_text(_event(L, plugin)) is None
     reasoning = L.raw(
         "user/message", 0, {"content": [{"type": "reasoning", "text": "why"}], "source": L.USER}, op="append"
@@ -102,9 +100,7 @@ def test_only_direct_human_text_is_eligible(log_builder):
     assert eligible_title_text(_event(L, context)) is None
     steering = L.raw("steering/message", 0, {**L.user_data("steer"), "turn": 1}, op="append")
     assert eligible_title_text(_event(L, steering)) is None
-    two_blocks = L.raw(
-        "user/message", 0, {"content": [L.text("a"), L.text("b")], "source": L.USER}, op="append"
-    )
+    two_blocks = L.raw("user/message", 0, {"content": [L.text("a"), L.text("b")], "source": L.USER}, op="append")
     assert eligible_title_text(_event(L, two_blocks)) == "a\nb"
 
 
@@ -159,9 +155,7 @@ async def test_the_first_eligible_prompt_titles_the_session_once(host, log_build
     L = log_builder
     session = host.sessions.create("/w", "s")
     session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": L.USER}})
-    session.append(
-        "user/message", L.user_data("  Build\nlog-backed session titles please  "), surface_op="append"
-    )
+    session.append("user/message", L.user_data("  Build\nlog-backed session titles please  "), surface_op="append")
     await host.sessions.flush(session)  # the title is written with the prompt's first flush
     title = session.events[2]
     assert title.type == "session/title"

@@ -131,9 +131,7 @@ async def open_chat(
 
 
 def start_host(tmp_path: Path, plugins: str = "") -> Host:
-    return Host.start(
-        load_config(env={"DSH_HOME": str(tmp_path / "home"), "DSH_LOAD_PLUGINS": plugins}, cwd=tmp_path)
-    )
+    return Host.start(load_config(env={"DSH_HOME": str(tmp_path / "home"), "DSH_LOAD_PLUGINS": plugins}, cwd=tmp_path))
 
 
 @pytest.fixture
@@ -161,9 +159,7 @@ def bare_host(tmp_path: Path, workspace: Path):
     host.close()
 
 
-def add_session(
-    host: Host, session_id: str, cwd: str | None, created_at: int, *, title: str | None = None
-) -> Any:
+def add_session(host: Host, session_id: str, cwd: str | None, created_at: int, *, title: str | None = None) -> Any:
     session = host.sessions.create(cwd, session_id, created_at=created_at)
     if title is not None:
         session.append("session/title", {"title": title, "messageSeqs": [], "source": "test"})
@@ -509,9 +505,7 @@ async def test_plugins_add_slash_commands(bare_host, workspace):
         await chat.type_until("/greet  the world " + ENTER, lambda: greeter.calls)
         assert greeter.calls == [(chat.ui, "the world")]
         await chat.wait_for_output("hello the world")
-        await chat.type_until(
-            "/broken" + ENTER, lambda: "/broken failed: division by zero" in chat.transcript
-        )
+        await chat.type_until("/broken" + ENTER, lambda: "/broken failed: division by zero" in chat.transcript)
         await chat.type_until("/nope" + ENTER, lambda: "Unknown command /nope" in chat.transcript)
         assert chat.agent.sent == []
 

@@ -63,9 +63,7 @@ def make(workspace: Path, service: Any = None) -> MentionCompleter:
 
 
 async def complete(completer: MentionCompleter, text: str):
-    return [
-        c async for c in completer.get_completions_async(Document(text), CompleteEvent(text_inserted=True))
-    ]
+    return [c async for c in completer.get_completions_async(Document(text), CompleteEvent(text_inserted=True))]
 
 
 def table(completions) -> list[tuple[str, str, str]]:

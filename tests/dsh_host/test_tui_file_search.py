@@ -77,9 +77,7 @@ def test_the_quoted_form_is_preserved_on_request():
     assert format_file_mention("README.md", False, quoted=True) == '@"README.md"'
 
 
-@pytest.mark.parametrize(
-    "bad", ["a\nb", 'say "hi".md', "tab\there", "nul\x00", "del\x7f", "csi\x9b", "c1\x85"]
-)
+@pytest.mark.parametrize("bad", ["a\nb", 'say "hi".md', "tab\there", "nul\x00", "del\x7f", "csi\x9b", "c1\x85"])
 def test_unrepresentable_paths_are_rejected(bad):
     assert format_file_mention(bad, False) is None
 

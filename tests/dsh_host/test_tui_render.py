@@ -70,9 +70,7 @@ def test_join_concatenates_every_block_kind_without_separators():
 
 
 def test_a_card_lists_label_and_id_or_just_the_id():
-    meta = card_meta(
-        {"sessionId": "prefixed", "label": "Prefixed source"}, {"sessionId": "same", "label": "same"}
-    )
+    meta = card_meta({"sessionId": "prefixed", "label": "Prefixed source"}, {"sessionId": "same", "label": "same"})
     assert reference_card(meta) == "Referenced sessions · Prefixed source (prefixed), same"
 
 
@@ -267,9 +265,7 @@ def test_quiet_events_print_nothing():
 
 def test_compaction_outcomes():
     assert "Conversation compacted." in shown({"type": "compact/end", "data": {"turn": 1}})
-    assert "Compaction failed: no room" in shown(
-        {"type": "compact/end", "data": {"turn": 1, "error": "no room"}}
-    )
+    assert "Compaction failed: no room" in shown({"type": "compact/end", "data": {"turn": 1, "error": "no room"}})
 
 
 def test_rich_markup_in_messages_is_literal():
@@ -303,9 +299,7 @@ def test_terminal_controls_render_as_inert_text_everywhere():
     render_events(console, events)
     console.print(render.notice(f"notice {PROBE}"), render.error(f"error {PROBE}"))
     console.print(render.banner(f"model{PROBE}", f"session{PROBE}", [f"feature{PROBE}"], f"/cwd{PROBE}"))
-    console.print(
-        render.session_listing([(f"id{PROBE}", "1970-01-01T00:00:00.000Z", f"/c{PROBE}", f"t{PROBE}")], "x")
-    )
+    console.print(render.session_listing([(f"id{PROBE}", "1970-01-01T00:00:00.000Z", f"/c{PROBE}", f"t{PROBE}")], "x"))
     out = console.file.getvalue()
     assert not RAW_CONTROL.search(out)
     for where in (
@@ -317,9 +311,7 @@ def test_terminal_controls_render_as_inert_text_everywhere():
 
 def test_render_events_accepts_logged_event_objects(host):
     session = host.sessions.create("/workspace")
-    session.append(
-        "user/message", {"content": [text("from the log")], "source": {"kind": "user"}}, surface_op="append"
-    )
+    session.append("user/message", {"content": [text("from the log")], "source": {"kind": "user"}}, surface_op="append")
     console = Console(file=io.StringIO(), width=100, color_system=None)
     render_events(console, session.events)
     assert "from the log" in console.file.getvalue()

@@ -39,6 +39,4 @@ def test_nothing_omitted_reports_none() -> None:
     retainer: ItemRetainer[int] = ItemRetainer(3)
     retainer.push(1)
 
-    assert retainer.finish() == RetainedItems(
-        items=(1,), truncated=False, seen=1, kept=1, omitted=Omitted.none()
-    )
+    assert retainer.finish() == RetainedItems(items=(1,), truncated=False, seen=1, kept=1, omitted=Omitted.none())

@@ -32,9 +32,7 @@ def test_describe_omitted_rejects_unknown_unit() -> None:
 
 
 def _search_notice(omitted: Omitted) -> RetentionNotice:
-    return RetentionNotice(
-        scope="search", strategy="head", unit="items", limit=100, kept=100, omitted=omitted
-    )
+    return RetentionNotice(scope="search", strategy="head", unit="items", limit=100, kept=100, omitted=omitted)
 
 
 def _narrow(notice: RetentionNotice) -> str:

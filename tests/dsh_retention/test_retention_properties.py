@@ -86,9 +86,7 @@ def chunked(draw: st.DrawFn) -> tuple[str, list[str | bytes]]:
 
 
 @given(chunked(), BUDGETS, BUDGETS)
-def test_streaming_any_chunking_equals_one_shot(
-    pushed: tuple[str, list[str | bytes]], head: int, tail: int
-) -> None:
+def test_streaming_any_chunking_equals_one_shot(pushed: tuple[str, list[str | bytes]], head: int, tail: int) -> None:
     text, chunks = pushed
     expected = retain_head_tail(text, head, tail)
     retainer = TextRetainer.head_tail(head, tail)
@@ -101,9 +99,7 @@ def test_streaming_any_chunking_equals_one_shot(
 
 
 @given(chunked(), BUDGETS)
-def test_head_and_tail_are_head_tail_with_one_side_zero(
-    pushed: tuple[str, list[str | bytes]], size: int
-) -> None:
+def test_head_and_tail_are_head_tail_with_one_side_zero(pushed: tuple[str, list[str | bytes]], size: int) -> None:
     text, chunks = pushed
     head, tail = TextRetainer.head(size), TextRetainer.tail(size)
     for chunk in chunks:

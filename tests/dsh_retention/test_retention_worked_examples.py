@@ -30,9 +30,7 @@ class Row:
 
 
 ROWS = {
-    "head 5 abc,de,fgh": Row(
-        5, 0, "head", ("abc", "de", "fgh"), "abcde", Omitted.exact(3), ((T, F), (T, F), (F, T))
-    ),
+    "head 5 abc,de,fgh": Row(5, 0, "head", ("abc", "de", "fgh"), "abcde", Omitted.exact(3), ((T, F), (T, F), (F, T))),
     "head 4 ab,cde": Row(4, 0, "head", ("ab", "cde"), "abcd", Omitted.exact(1), ((T, F), (F, T))),
     "head 2 a€b": Row(2, 0, "head", ("a€b",), "a", Omitted.exact(4)),
     "tail 2 a€b": Row(0, 2, "tail", ("a€b",), "b", Omitted.exact(4)),

@@ -62,12 +62,8 @@ class LogBuilder:
             data["envelope"] = envelope
         return self.event(seq, "user/message", data, surface_op)
 
-    def steering(
-        self, seq: int, content: list[dict[str, Any]] | str, source: dict[str, Any] = USER
-    ) -> dict[str, Any]:
-        return self.event(
-            seq, "steering/message", {"content": self._content(content), "source": source, "turn": 1}
-        )
+    def steering(self, seq: int, content: list[dict[str, Any]] | str, source: dict[str, Any] = USER) -> dict[str, Any]:
+        return self.event(seq, "steering/message", {"content": self._content(content), "source": source, "turn": 1})
 
     def assistant(self, seq: int, content: list[dict[str, Any]] | str) -> dict[str, Any]:
         data = {

@@ -156,11 +156,7 @@ def test_p6_three_sources_share_one_prompt_with_independent_budgets(logs: LogBui
     assert all(reference["truncated"] for reference in build_meta(retained)["references"])
 
 
-@given(
-    st.lists(
-        st.tuples(st.text(max_size=10), st.lists(st.text(), min_size=1, max_size=4)), min_size=1, max_size=3
-    )
-)
+@given(st.lists(st.tuples(st.text(max_size=10), st.lists(st.text(), min_size=1, max_size=4)), min_size=1, max_size=3))
 def test_any_data_keeps_one_frame_and_parses_back(sources: list[tuple[str, list[str]]]) -> None:
     retained = [
         retain_source(

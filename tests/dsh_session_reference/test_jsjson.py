@@ -98,9 +98,7 @@ def test_ints_and_literals() -> None:
 
 def test_dict_keys_follow_javascript_own_key_order() -> None:
     value = {"b": 1, "10": 2, "a": 3, "2": 4, "01": 5, "-1": 6, "4294967294": 7, "4294967295": 8, "0": 9}
-    assert js_stringify(value) == (
-        '{"0":9,"2":4,"10":2,"4294967294":7,"b":1,"a":3,"01":5,"-1":6,"4294967295":8}'
-    )
+    assert js_stringify(value) == ('{"0":9,"2":4,"10":2,"4294967294":7,"b":1,"a":3,"01":5,"-1":6,"4294967295":8}')
 
 
 def test_nested_values_keep_insertion_order_and_tuples_are_arrays() -> None:

@@ -49,9 +49,7 @@ def start_host(home: Path, **table: Any) -> Host:
     explicit = None
     if table:
         explicit = home / "table.toml"
-        explicit.write_text(
-            "[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
-        )
+        explicit.write_text("[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()))
     env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
     return Host.start(load_config(explicit, env=env, cwd=home))
 
@@ -102,9 +100,7 @@ def prepare_directly(home: Path, target_id: str, text: str) -> dict[str, Any]:
         async def go() -> dict[str, Any]:
             target = await host.services.session_query.read_header(target_id)
             parsed = parse_text(text)
-            prepared = await service.prepare(
-                target, [{"type": "text", "text": parsed.text}], parsed.references
-            )
+            prepared = await service.prepare(target, [{"type": "text", "text": parsed.text}], parsed.references)
             return prepared.to_json()
 
         return asyncio.run(go())
@@ -289,9 +285,7 @@ def test_ref_candidates_errors(home: Path, capsys: pytest.CaptureFixture[str]) -
     assert 'session "nobody" not found' in one_error_line(err)
 
 
-def test_ref_preview_json_is_exactly_what_prepare_returns(
-    home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_ref_preview_json_is_exactly_what_prepare_returns(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seed(home)
     text = f"compare {format_mention('source', 'Source chat')} with {format_mention('other')}"
     code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")

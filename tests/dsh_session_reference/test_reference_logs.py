@@ -115,9 +115,7 @@ async def test_reference_log_snapshot_holds_its_surface_text(host: Host, path: P
     assert len(tag_safe_json(source).encode("utf-8")) <= service.max_reference_bytes
     [meta] = context["meta"]["references"]
     assert meta["originalMessages"] == len(expected)
-    assert meta["compacted"] is any(
-        events_source_is_compact(parsed.events[seq]) for seq in fold(parsed.events).nodes
-    )
+    assert meta["compacted"] is any(events_source_is_compact(parsed.events[seq]) for seq in fold(parsed.events).nodes)
     # None of these logs is large enough to need cutting under the default budget.
     assert meta["truncated"] is False
     assert source["conversation"] == expected

@@ -105,9 +105,7 @@ def test_p6_each_source_fits_its_own_budget(
     retained = retain_source(project_surface(logs.Header(session_id), 1, events), session_id, 360)
     assert utf8_length(serialized(retained)) == size
     assert retained.conversation == (
-        ConversationEntry(
-            "user", f"{session_id}-" + WIDE * wide_count + f"\n[… omitted {omitted} UTF-8 bytes …]"
-        ),
+        ConversationEntry("user", f"{session_id}-" + WIDE * wide_count + f"\n[… omitted {omitted} UTF-8 bytes …]"),
         ConversationEntry("user", f"{session_id}-tail"),
     )
     assert stats_dict(retained.stats) == {
@@ -166,9 +164,7 @@ def test_escaping_counts_toward_the_budget() -> None:
     assert cut.stats.truncated
 
 
-def naive_retain(
-    source: ProjectedSource, label: str, max_bytes: int
-) -> tuple[dict[str, Any], RetentionStats]:
+def naive_retain(source: ProjectedSource, label: str, max_bytes: int) -> tuple[dict[str, Any], RetentionStats]:
     """The reference algorithm, re-serializing the whole object at every step."""
     items = [
         {"role": m.role, "original": m.text, "text": m.text, "checkpoint": m.checkpoint, "omitted": 0}
@@ -239,9 +235,7 @@ def outcome(run: Any, *args: Any) -> Any:
 
 @settings(max_examples=400)
 @given(SOURCES, st.text(max_size=8), st.integers(60, 1500))
-def test_incremental_retention_equals_the_naive_algorithm(
-    source: ProjectedSource, label: str, max_bytes: int
-) -> None:
+def test_incremental_retention_equals_the_naive_algorithm(source: ProjectedSource, label: str, max_bytes: int) -> None:
     expected = outcome(naive_retain, source, label, max_bytes)
     actual = outcome(retain_source, source, label, max_bytes)
     if expected == "cannot fit":

@@ -123,9 +123,7 @@ async def prepare(host: Host, references: list[Any], cancel: Any = None):
     return await host.services.session_references.prepare(target, [text("q")], references, cancel)
 
 
-async def expect_error(
-    awaitable: Awaitable[Any], code: str, message: str | None = None
-) -> SessionReferenceError:
+async def expect_error(awaitable: Awaitable[Any], code: str, message: str | None = None) -> SessionReferenceError:
     with pytest.raises(SessionReferenceError) as info:
         await awaitable
     assert info.value.code == code
@@ -430,15 +428,11 @@ async def test_validation_precedes_cancellation() -> None:
     done = signal("host cancelled", set_=True)
     await expect_error(service.prepare(TARGET, [], [None], done), ErrorCode.INVALID_REFERENCE)
     await expect_error(service.prepare(TARGET, [], [{"sessionId": "target"}], done), ErrorCode.SELF_REFERENCE)
-    await expect_error(
-        service.prepare(TARGET, [], [{"sessionId": "a"}, {"sessionId": "b"}], done), ErrorCode.TOO_MANY
-    )
+    await expect_error(service.prepare(TARGET, [], [{"sessionId": "a"}, {"sessionId": "b"}], done), ErrorCode.TOO_MANY)
 
 
 async def test_p4_already_cancelled_on_the_host(host: Host) -> None:
-    await expect_error(
-        prepare(host, [{"sessionId": "one"}], signal("host cancelled", set_=True)), ErrorCode.CANCELLED
-    )
+    await expect_error(prepare(host, [{"sessionId": "one"}], signal("host cancelled", set_=True)), ErrorCode.CANCELLED)
 
 
 async def test_a_fresh_signal_does_not_change_the_result(host: Host) -> None:

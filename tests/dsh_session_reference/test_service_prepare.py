@@ -84,9 +84,7 @@ def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
         host.close()
 
 
-def persist(
-    host: Host, session_id: str, cwd: str | None, build: Callable[[Session], object] = lambda s: None
-) -> None:
+def persist(host: Host, session_id: str, cwd: str | None, build: Callable[[Session], object] = lambda s: None) -> None:
     """Append events to a fresh session and write them with the store's append path."""
     session = Session(SessionHeader(id=session_id, created_at=0, cwd=cwd))
     build(session)
@@ -196,9 +194,7 @@ async def test_p1_fixture_snapshot_prompt_and_meta(make_host, logs: LogBuilder, 
     # A later change to the source never reaches the snapshot already returned.
     frozen = json.dumps(prepared.to_json())
     source = await host.sessions.resume("source")
-    source.append(
-        "assistant/message", logs.assistant(14, "later source mutation")["data"], surface_op="append"
-    )
+    source.append("assistant/message", logs.assistant(14, "later source mutation")["data"], surface_op="append")
     await host.sessions.flush(source)
     assert json.dumps(prepared.to_json()) == frozen
     again = await host.services.session_references.prepare(target, content, [{"sessionId": "source"}])
@@ -327,9 +323,7 @@ async def test_p6_each_source_has_its_own_budget(make_host) -> None:
                 {"content": [text(f"{sid}-" + "界" * 400)], "source": COMPACT},
                 surface_op="append",
             )
-            session.append(
-                "user/message", {"content": [text(f"{sid}-tail")], "source": USER}, surface_op="append"
-            )
+            session.append("user/message", {"content": [text(f"{sid}-tail")], "source": USER}, surface_op="append")
 
         persist(host, session_id, None, build)
     target = host.sessions.create("/target", "target")
@@ -495,9 +489,7 @@ async def test_p8_target_log_is_independent_of_later_source_changes(make_host) -
     assert "durable referenced fact" in rendered
     assert "## My request:" in rendered
     assert "later source mutation" not in rendered
-    assert [m["content"] for m in messages] == [
-        [*context["content"], text(PROMPT_DELIMITER), text("use @source")]
-    ]
+    assert [m["content"] for m in messages] == [[*context["content"], text(PROMPT_DELIMITER), text("use @source")]]
     rebuilt = await host.sessions.resume("target")
     assert rebuilt is not target
     assert rebuilt.derive_messages() == messages

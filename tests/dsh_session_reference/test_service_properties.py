@@ -118,10 +118,7 @@ def expected_data(
 
 def run_prepare(sources: list[Any], **config: Any):
     service = SessionReferenceService(MemoryQuery(sources), **config)
-    refs = [
-        {"sessionId": sid} if label is None else {"sessionId": sid, "label": label}
-        for sid, label, _, _ in sources
-    ]
+    refs = [{"sessionId": sid} if label is None else {"sessionId": sid, "label": label} for sid, label, _, _ in sources]
     return asyncio.run(service.prepare(TARGET, [{"type": "text", "text": "q"}], refs))
 
 
@@ -149,9 +146,7 @@ def test_prompt_has_one_frame_and_its_json_is_the_data(sources: list[Any]) -> No
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     SOURCES.map(
-        lambda sources: [
-            (sid, label, cwd, [(k, t * 7) for k, t in msgs]) for sid, label, cwd, msgs in sources
-        ]
+        lambda sources: [(sid, label, cwd, [(k, t * 7) for k, t in msgs]) for sid, label, cwd, msgs in sources]
     ),
     st.integers(min_value=16, max_value=700),
 )

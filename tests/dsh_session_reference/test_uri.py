@@ -69,9 +69,7 @@ def test_u2e_non_canonical_trailing_bits() -> None:
     error = invalid("dsh-session:IiJ")
     assert error.message == 'invalid session reference URI "dsh-session:IiJ"'
     assert str(error.cause) == "URI is not canonical"
-    assert (
-        render_error_chain(error) == 'invalid session reference URI "dsh-session:IiJ": URI is not canonical'
-    )
+    assert render_error_chain(error) == 'invalid session reference URI "dsh-session:IiJ": URI is not canonical'
 
 
 @pytest.mark.parametrize(

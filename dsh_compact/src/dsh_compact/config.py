@@ -92,8 +92,7 @@ class TargetPolicy:
         if not _is_count(context_window) or context_window < 1:
             raise TargetPressureConfigError(
                 target.key,
-                f"[{TABLE}] context window of {target.key} ({_render(context_window)}) "
-                "must be a positive integer",
+                f"[{TABLE}] context window of {target.key} ({_render(context_window)}) must be a positive integer",
             )
         window = int(context_window)
         threshold = int(window * self.threshold_ratio)
@@ -105,8 +104,7 @@ class TargetPolicy:
         if retain >= threshold:
             raise TargetPressureConfigError(
                 target.key,
-                f"[{TABLE}] {target.key} retain_tokens ({retain}) "
-                f"must be less than threshold tokens {threshold}",
+                f"[{TABLE}] {target.key} retain_tokens ({retain}) must be less than threshold tokens {threshold}",
             )
         return CompactSpec(threshold, retain, self.compaction_retries)
 

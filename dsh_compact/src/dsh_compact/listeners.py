@@ -35,9 +35,7 @@ class AutoCompaction:
         self._warned_targets: set[str] = set()
 
     @hookimpl
-    async def dsh_agent_post_step(
-        self, agent: Any, turn: int, step: int, signal: asyncio.Event | None
-    ) -> None:
+    async def dsh_agent_post_step(self, agent: Any, turn: int, step: int, signal: asyncio.Event | None) -> None:
         """Relieve context pressure before the step closes; never fails the turn."""
         if _aborted(signal):
             return
@@ -96,9 +94,7 @@ class AutoCompaction:
                     exc,
                 )
                 return RETRY
-            consequence = (
-                "cancellation prevents retry" if _aborted(signal) else "preserving the original request error"
-            )
+            consequence = "cancellation prevents retry" if _aborted(signal) else "preserving the original request error"
             log.warning("context-overflow compaction failed: %s; %s", exc, consequence)
             return FAIL
         # Only a changed surface proves progress; cancellation wins even over a success.

@@ -20,6 +20,4 @@ def is_compact_checkpoint_source(source: Any) -> bool:
     Only these two fields are checked: not the event type, the surface op, the content or the
     backend, so the predicate survives persistence, cloning and JSON round trips.
     """
-    return (
-        isinstance(source, Mapping) and source.get("kind") == "plugin" and source.get("plugin") == "compact"
-    )
+    return isinstance(source, Mapping) and source.get("kind") == "plugin" and source.get("plugin") == "compact"

@@ -23,9 +23,7 @@ def balanced_cuts(session: Session) -> list[bool]:
     for seq in session.surface.nodes:
         event = _surface_event(session, seq)
         if event.type == "assistant/message":
-            open_pairs += sum(
-                1 for block in event.data.get("content") or () if block.get("type") == "tool-call"
-            )
+            open_pairs += sum(1 for block in event.data.get("content") or () if block.get("type") == "tool-call")
         elif event.type == "tool/result":
             open_pairs -= 1
             if open_pairs < 0:

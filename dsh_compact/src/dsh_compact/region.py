@@ -28,9 +28,7 @@ class SurfaceRange:
     end: int
 
 
-def select_compactable_range(
-    session: Session, measurement: Measurement, retain_tokens: int
-) -> SurfaceRange | None:
+def select_compactable_range(session: Session, measurement: Measurement, retain_tokens: int) -> SurfaceRange | None:
     """The range to compact so that at least `retain_tokens` stay, or None if nothing can go.
 
     `measurement` must price the session's current surface, node for node.

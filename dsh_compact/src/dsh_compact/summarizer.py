@@ -58,10 +58,7 @@ COMPACTION_INSTRUCTION = "\n".join(
         '- [the single next action, directly in line with the most recent request, or "(none)"]',
         "",
         "## Critical Context",
-        (
-            "- [decisions and their rationale, constraints, user preferences, open questions, data "
-            "needed to continue]"
-        ),
+        ("- [decisions and their rationale, constraints, user preferences, open questions, data needed to continue]"),
         "",
         "Rules:",
         ("- Preserve exact file paths, commands, error strings, identifiers, and function signatures."),
@@ -205,9 +202,7 @@ class ModelSummarizer:
             failure = finish.get("failure") or {}
             raise SummarizationError(str(failure.get("message", kind)), failure.get("code"))
         if kind == "max-tokens":
-            raise SummarizationError(
-                "summarization truncated at the token cap (incomplete checkpoint)", "MAX_TOKENS"
-            )
+            raise SummarizationError("summarization truncated at the token cap (incomplete checkpoint)", "MAX_TOKENS")
         blocks = tuple(block for block in message.content if block.get("type") == "text")
         if not any(js_trim(str(block.get("text", ""))) for block in blocks):
             raise SummarizationError("summarization produced no text summary content")

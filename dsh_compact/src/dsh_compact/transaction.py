@@ -95,13 +95,11 @@ async def compact_region(
     balanced = balanced_cuts(session)
     if not balanced[first]:
         raise CompactionError(
-            f"compactRegion: start seq {start} is not a balanced boundary "
-            "(would split a step's tool-call/result pair)"
+            f"compactRegion: start seq {start} is not a balanced boundary (would split a step's tool-call/result pair)"
         )
     if not balanced[last + 1]:
         raise CompactionError(
-            f"compactRegion: end seq {end} is not a balanced boundary "
-            "(would split a step, or the step is still open)"
+            f"compactRegion: end seq {end} is not a balanced boundary (would split a step, or the step is still open)"
         )
     tail = inspect_turn_tail(session)
     if tail.compacting:

@@ -83,9 +83,7 @@ class Config:
         return copy.deepcopy(dict(self.data["models"].get(provider, {})))
 
 
-def find_config_file(
-    explicit: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: Path
-) -> Path | None:
+def find_config_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: Path) -> Path | None:
     """The configuration file to read, following the search order; None for defaults only."""
     if explicit is not None:
         path = Path(explicit)

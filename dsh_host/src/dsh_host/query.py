@@ -72,9 +72,7 @@ class SessionQuery:
         if not live:  # the store's order already is newest first, ties by id
             stored, make = (False, True), SessionRecord._make
             return [make(row + stored) for row in rows]
-        records = {
-            r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows
-        }
+        records = {r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows}
         for session in live:
             title = latest_title(session.events)
             stored = records.get(session.id)
@@ -93,11 +91,7 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             title = latest_title(session.events)
-            return (
-                None
-                if title is None
-                else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
-            )
+            return None if title is None else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
         stored = await asyncio.to_thread(self._host.store.read_title, session_id)
         return None if stored is None else TitleSnapshot(stored.title, stored.event_seq, stored.updated_at)
 

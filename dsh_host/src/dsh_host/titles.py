@@ -61,9 +61,7 @@ def normalize_title(text: str, max_bytes: int) -> str:
     return _truncate_utf8(_clean(text), max_bytes)
 
 
-def fallback_title(
-    text: str, max_words: int = FALLBACK_MAX_WORDS, max_bytes: int = FALLBACK_MAX_BYTES
-) -> str:
+def fallback_title(text: str, max_words: int = FALLBACK_MAX_WORDS, max_bytes: int = FALLBACK_MAX_BYTES) -> str:
     """The first `max_words` words of the cleaned text, capped at `max_bytes` UTF-8 bytes."""
     _check_limit("maxWords", max_words)
     _check_limit("maxBytes", max_bytes)

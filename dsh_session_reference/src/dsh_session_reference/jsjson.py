@@ -125,9 +125,7 @@ def _encode(value: Any) -> str:
     if isinstance(value, float):
         return js_number(value)
     if isinstance(value, dict):
-        members = (
-            json.dumps(key, ensure_ascii=False) + ":" + _encode(value[key]) for key in _js_key_order(value)
-        )
+        members = (json.dumps(key, ensure_ascii=False) + ":" + _encode(value[key]) for key in _js_key_order(value))
         return "{" + ",".join(members) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_encode(item) for item in value) + "]"

@@ -21,9 +21,7 @@ def dsh_mount(host, config):
     reject_unknown(TABLE, config, ("max_references", "candidate_limit", "max_reference_bytes"))
     service = SessionReferenceService(
         host.services.session_query,
-        max_references=read_int(
-            TABLE, config, "max_references", MAX_REFERENCES, minimum=1, maximum=MAX_REFERENCES
-        ),
+        max_references=read_int(TABLE, config, "max_references", MAX_REFERENCES, minimum=1, maximum=MAX_REFERENCES),
         candidate_limit=read_int(TABLE, config, "candidate_limit", DEFAULT_CANDIDATE_LIMIT, minimum=1),
         max_reference_bytes=read_int(
             TABLE, config, "max_reference_bytes", DEFAULT_MAX_REFERENCE_BYTES, minimum=1, maximum=2**53 - 1

@@ -66,9 +66,7 @@ class RetainedSource:
 
     def to_data(self) -> dict[str, Any]:
         """The model-visible per-source object, keys in contract order."""
-        return source_data(
-            self.session_id, self.label, self.cwd, self.captured_through_seq, self.conversation
-        )
+        return source_data(self.session_id, self.label, self.cwd, self.captured_through_seq, self.conversation)
 
 
 def source_data(
@@ -158,9 +156,7 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
         omitted_bytes=dropped_bytes + sum(item.omitted_bytes for item in kept),
     )
     conversation = tuple(ConversationEntry(item.message.role, item.text) for item in kept)
-    return RetainedSource(
-        source.session_id, label, source.cwd, source.captured_through_seq, conversation, stats
-    )
+    return RetainedSource(source.session_id, label, source.cwd, source.captured_through_seq, conversation, stats)
 
 
 class _Item:

@@ -160,9 +160,7 @@ class SessionReferenceService:
         if limit is None:
             limit = self.candidate_limit
         elif not _positive_safe_int(limit):
-            raise SessionReferenceError(
-                ErrorCode.INVALID_REFERENCE, "candidate limit must be a positive safe integer"
-            )
+            raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, "candidate limit must be a positive safe integer")
         target_id, target_cwd = target_identity(target)
         if is_set(cancel):
             raise cancelled_error(cancel)

@@ -64,11 +64,7 @@ class Agent:
     ) -> None:
         if not provider or not model:
             raise ValueError(f'agent "{session.id}" has no provider/model: both must be non-empty strings')
-        if (
-            isinstance(max_parallel_tools, bool)
-            or not isinstance(max_parallel_tools, int)
-            or max_parallel_tools < 1
-        ):
+        if isinstance(max_parallel_tools, bool) or not isinstance(max_parallel_tools, int) or max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be a positive integer, got {max_parallel_tools!r}")
         self.host = host
         self.session = session
@@ -94,9 +90,7 @@ class Agent:
     @classmethod
     def create(cls, host: Host, session: Session, model: ResolvedModel, **options: Any) -> Agent:
         """An agent for a model resolved by `host.models.resolve(...)`; options as the constructor's."""
-        return cls(
-            host, session, provider=model.provider, model=model.model, adapter=model.adapter, **options
-        )
+        return cls(host, session, provider=model.provider, model=model.model, adapter=model.adapter, **options)
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -137,9 +131,7 @@ class Agent:
 
     # --- driving verbs --------------------------------------------------------------------------
 
-    def send(
-        self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()
-    ) -> None:
+    def send(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> None:
         """Queue a message for a turn of its own.
 
         `content` is a list of content blocks (a string is one text block); `source` defaults to
@@ -153,9 +145,7 @@ class Agent:
         self._inbox.enqueue(record)
         self._emit_queued(record, steering=False)
 
-    def steer(
-        self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()
-    ) -> None:
+    def steer(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> None:
         """Add a message to the running turn, at its next step; when not running, `send` it.
 
         Steering never goes through prompt admission. Steering still pending when its turn
@@ -277,9 +267,7 @@ class Agent:
                 self._set_status("idle")
 
     async def _run_turn(self, record: InboxRecord, signal: CancelSignal) -> None:
-        turn = self._turn = Turn(
-            self, self.session.last_turn_number() + 1, signal, self._inbox, self._headers
-        )
+        turn = self._turn = Turn(self, self.session.last_turn_number() + 1, signal, self._inbox, self._headers)
         try:
             reason = await turn.run(record)
             # Retire the owner before turn/end: a cancel from here on is not a cancel of this turn.
@@ -336,9 +324,7 @@ class Agent:
             try:
                 result = impl.function(*(arguments[name] for name in impl.argnames))
             except Exception:
-                log.warning(
-                    "agent %s: dsh_agent_queued of %s failed", self.id, impl.plugin_name, exc_info=True
-                )
+                log.warning("agent %s: dsh_agent_queued of %s failed", self.id, impl.plugin_name, exc_info=True)
                 continue
             if inspect.isawaitable(result):
                 self._track(asyncio.ensure_future(result), f"dsh_agent_queued of {impl.plugin_name}")
@@ -348,9 +334,7 @@ class Agent:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop to flush on: the events stay pending for the next flush
-        self._track(
-            loop.create_task(self.host.sessions.flush(self.session)), f"flush after idle injection {turn}"
-        )
+        self._track(loop.create_task(self.host.sessions.flush(self.session)), f"flush after idle injection {turn}")
 
     def _track(self, future: asyncio.Future[Any], what: str) -> None:
         self._background.add(future)

@@ -47,9 +47,7 @@ def as_content(content: Any) -> Any:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
-def snapshot_record(
-    content: Any, source: Mapping[str, Any] | None, contexts: Sequence[Any] | None
-) -> InboxRecord:
+def snapshot_record(content: Any, source: Mapping[str, Any] | None, contexts: Sequence[Any] | None) -> InboxRecord:
     """Snapshot and freeze one message; TypeError when any part is not lossless JSON.
 
     `contexts` is a list or tuple of context mappings (None: none). The caller keeps its

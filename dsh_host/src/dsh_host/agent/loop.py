@@ -190,9 +190,7 @@ class Turn:
         try:
             await self.agent.host.sessions.flush(self.session)
         except Exception as exc:  # noqa: BLE001 - the turn is closed; the next flush retries the batch
-            log.warning(
-                "agent %s: flush after turn %d failed: %s", self.agent.id, self.number, render_error(exc)
-            )
+            log.warning("agent %s: flush after turn %d failed: %s", self.agent.id, self.number, render_error(exc))
 
     # --- admission ------------------------------------------------------------------------------
 
@@ -222,9 +220,7 @@ class Turn:
         )
         self.session.append("user/message", placement.data, surface_op="append")
         for context in placement.separate:
-            self.agent.inject(
-                context["content"], source=context.get("source"), meta=context.get("meta", ABSENT)
-            )
+            self.agent.inject(context["content"], source=context.get("source"), meta=context.get("meta", ABSENT))
         return await self._steps()
 
     # --- steps ----------------------------------------------------------------------------------
@@ -281,9 +277,7 @@ class Turn:
                 )
             )
         except Exception as exc:  # noqa: BLE001 - a broken recovery plugin means "fail", not a new error
-            log.warning(
-                "request recovery failed at turn %d, step %d: %s", self.number, self.step, render_error(exc)
-            )
+            log.warning("request recovery failed at turn %d, step %d: %s", self.number, self.step, render_error(exc))
             return False
         return decision == "retry"
 
@@ -323,9 +317,7 @@ class Turn:
         try:
             async for chunk in stream:
                 self._checkpoint()
-                event = self.session.append(
-                    "assistant/chunk", {"turn": self.number, "step": self.step, "chunk": chunk}
-                )
+                event = self.session.append("assistant/chunk", {"turn": self.number, "step": self.step, "chunk": chunk})
                 chunk_seqs.append(event.seq)
                 assembler.feed(event.data["chunk"])  # assemble what was logged, not what was sent
         except ModelFailure as exc:
@@ -391,9 +383,7 @@ class Turn:
         try:
             arguments = parse_arguments(call["arguments"])
         except ValueError as exc:
-            return ToolOutcome.failed(
-                f"invalid arguments for {name}: {exc}", "ToolArgumentsError", "INVALID_ARGUMENTS"
-            )
+            return ToolOutcome.failed(f"invalid arguments for {name}: {exc}", "ToolArgumentsError", "INVALID_ARGUMENTS")
         try:
             await self.agent.host.sessions.flush(self.session)  # the call is durable before its body runs
         except Exception as exc:  # noqa: BLE001 - without a durable call record the body must not run
@@ -444,9 +434,7 @@ class Turn:
         records = self._inbox.drain_steering()
         for record in records:
             placement = place(record.content, record.source, record.contexts)
-            self.session.append(
-                "steering/message", {"turn": self.number, **placement.data}, surface_op="append"
-            )
+            self.session.append("steering/message", {"turn": self.number, **placement.data}, surface_op="append")
             for context in placement.separate:
                 self.session.append("context/message", context_message(context), surface_op="append")
         return bool(records)

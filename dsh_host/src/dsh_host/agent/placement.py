@@ -26,9 +26,7 @@ class Placement:
     separate: tuple[Mapping[str, Any], ...]
 
 
-def place(
-    content: Sequence[Any], source: Mapping[str, Any], contexts: Sequence[Mapping[str, Any]]
-) -> Placement:
+def place(content: Sequence[Any], source: Mapping[str, Any], contexts: Sequence[Mapping[str, Any]]) -> Placement:
     """Bake prefix contexts into `{content, source, envelope?}`; keep the others separate."""
     prefix = [c for c in contexts if c.get("placement") == PROMPT_PREFIX]
     separate = tuple(c for c in contexts if c.get("placement") != PROMPT_PREFIX)

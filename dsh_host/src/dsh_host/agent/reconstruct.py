@@ -58,9 +58,7 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
     return _request_shape(config, request.messages, header)
 
 
-def _request_shape(
-    config: Mapping[str, Any], messages: Sequence[Any], header: Mapping[str, Any]
-) -> dict[str, Any]:
+def _request_shape(config: Mapping[str, Any], messages: Sequence[Any], header: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "provider": config["provider"],
         "model": config["model"],

@@ -30,9 +30,7 @@ class TurnFailed(DshError):
         self.session = session
 
 
-def start_agent(
-    host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True
-) -> Agent:
+def start_agent(host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True) -> Agent:
     """An agent on `session` with the configured model; prints the keyless notice once."""
     from dsh_host.agent import Agent
 
@@ -46,9 +44,7 @@ def start_agent(
     return Agent.create(host, session, resolved)
 
 
-async def prepare_message(
-    host: Host, agent: Agent, text: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+async def prepare_message(host: Host, agent: Agent, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Content and contexts for `text`: mentions are prepared only where session-reference is mounted."""
     service = host.services.get("session_references")
     if service is None:

@@ -88,9 +88,7 @@ def describe_event(event: dict) -> str:
             if isinstance(envelope, dict) and isinstance(envelope.get("displayContent"), list):
                 content = envelope["displayContent"]
             summary = " ".join(
-                b.get("text", "")
-                for b in content
-                if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
             )
         elif kind == "assistant/chunk":
             chunk = data.get("chunk", {})
@@ -110,9 +108,7 @@ def describe_event(event: dict) -> str:
 
 @sessions.command()
 @click.argument("session_id")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout."
-)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
 @click.pass_obj
 def export(host: Host, session_id: str, output: Path | None) -> None:
     """Write a session as JSONL (header line, then one event a line)."""

@@ -243,15 +243,12 @@ class StreamMapper:
     def close(self) -> list[JsonDict]:
         """The closing chunks: a `block-end` per block in index order, the usage, the finish."""
         out: list[JsonDict] = [
-            {"type": "block-end", "index": block.index, "block": block.block()}
-            for block in self._blocks.values()
+            {"type": "block-end", "index": block.index, "block": block.block()} for block in self._blocks.values()
         ]
         if self._usage is not None:
             out.append({"type": "usage", "usage": self._usage})
         has_calls = any(block.block_type == "tool-call" for block in self._blocks.values())
-        out.append(
-            {"type": "finish", "reason": map_finish_reason(self.finish_reason, has_tool_calls=has_calls)}
-        )
+        out.append({"type": "finish", "reason": map_finish_reason(self.finish_reason, has_tool_calls=has_calls)})
         return out
 
     def _open(self, key: object, block_type: str, out: list[JsonDict]) -> _OpenBlock:

@@ -124,9 +124,7 @@ class ScriptedAdapter:
     exhausted.
     """
 
-    def __init__(
-        self, script: Sequence[ScriptEntry] | None = None, *, context_window: int | None = None
-    ) -> None:
+    def __init__(self, script: Sequence[ScriptEntry] | None = None, *, context_window: int | None = None) -> None:
         self.requests: list[ModelRequest] = []
         self._script: deque[ScriptEntry] | None = deque(script) if script is not None else None
         self._context_window = context_window if context_window is not None else DEFAULT_CONTEXT_WINDOW
@@ -258,9 +256,7 @@ def _entry(path: Path, index: int, entry: Any) -> ScriptEntry:
         if kind == "finish_error":
             return error_finish_response(value["message"], value["code"])
         return _raiser(value["message"], value["code"])
-    if not isinstance(value, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("type"), str) for c in value
-    ):
+    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in value):
         raise bad("chunks must be a list of tables, each with a string type")
     return value
 
@@ -382,16 +378,11 @@ def _referenced_reply(text: str) -> str:
         snapshot = None
     after = text[match.end() :] if match else text
     request = after.split(REQUEST_DELIMITER, 1)[1] if REQUEST_DELIMITER in after else ""
-    answer = (
-        f"Scripted reply: {_shorten(request, _REPLY_LIMIT)}"
-        if request.strip()
-        else "Scripted reply: (no request)"
-    )
+    answer = f"Scripted reply: {_shorten(request, _REPLY_LIMIT)}" if request.strip() else "Scripted reply: (no request)"
     if not isinstance(snapshot, list):
         return f"I could not read the referenced-session snapshot. {answer}"
     labels = [
-        str(item.get("label") or item.get("sessionId") or "?") if isinstance(item, dict) else "?"
-        for item in snapshot
+        str(item.get("label") or item.get("sessionId") or "?") if isinstance(item, dict) else "?" for item in snapshot
     ]
     count = len(labels)
     names = ", ".join(json.dumps(label, ensure_ascii=False) for label in labels)

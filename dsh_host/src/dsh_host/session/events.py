@@ -16,9 +16,7 @@ from typing import Any
 from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
-SURFACE_TYPES = frozenset(
-    {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
-)
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"})
 MAX_SAFE_INTEGER = 2**53 - 1
 SESSION_FORMAT_VERSION = 0
@@ -165,11 +163,7 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
         data_text = canonical_text(raw["data"])
     except NotLosslessJson as exc:
         raise InvalidEvent(f'session event "{kind}" carries non-JSON-serializable data ({exc})') from None
-    if (
-        kind == "request/header"
-        and isinstance(raw["data"], Mapping)
-        and raw["data"].get("reason") == "fallback"
-    ):
+    if kind == "request/header" and isinstance(raw["data"], Mapping) and raw["data"].get("reason") == "fallback":
         raise InvalidEvent("legacy request/header reason 'fallback' is not supported")
     return Event(
         type=kind,

@@ -33,9 +33,7 @@ class SessionRegistry:
         self._live: dict[str, Session] = {}
         self._untitled: set[str] = set()
 
-    def create(
-        self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None
-    ) -> Session:
+    def create(self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None) -> Session:
         """A new live session (persisted from its first flush on)."""
         sid = session_id if session_id is not None else new_session_id()
         if sid in self._live:

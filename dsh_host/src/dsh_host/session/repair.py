@@ -79,9 +79,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[dict[str, Any]]:
         out.append(closer)
         seq += 1
     if open_step is not None:
-        out.append(
-            {"type": "step/end", "seq": seq, "time": when, "data": {"turn": open_turn, "step": open_step}}
-        )
+        out.append({"type": "step/end", "seq": seq, "time": when, "data": {"turn": open_turn, "step": open_step}})
         seq += 1
     out.append(
         {

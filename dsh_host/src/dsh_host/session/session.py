@@ -105,14 +105,8 @@ class Session:
         try:
             data_text = canonical_text(data)
         except NotLosslessJson as exc:
-            raise NotLosslessJson(
-                f'session event "{type}" carries non-JSON-serializable data ({exc})'
-            ) from None
-        op = (
-            surface_op
-            if surface_op is None or surface_op == "append"
-            else frozen_loads(canonical_text(surface_op))
-        )
+            raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
+        op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
         event = Event(
             type=type,
             seq=len(self._log),
@@ -123,11 +117,7 @@ class Session:
         )
         if type in ("request/header-delta", "mode/set"):
             raise ValueError(f"legacy event type {type!r} is not supported")
-        if (
-            type == "request/header"
-            and isinstance(event.data, Mapping)
-            and event.data.get("reason") == "fallback"
-        ):
+        if type == "request/header" and isinstance(event.data, Mapping) and event.data.get("reason") == "fallback":
             raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
         self.pending.append(event)
@@ -161,9 +151,7 @@ class Session:
                 try:
                     listener(self, event)
                 except Exception:
-                    log.warning(
-                        "session/event listener failed on %s #%d", event.type, event.seq, exc_info=True
-                    )
+                    log.warning("session/event listener failed on %s #%d", event.type, event.seq, exc_info=True)
         finally:
             self._publishing = False
 

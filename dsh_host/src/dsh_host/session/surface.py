@@ -70,9 +70,7 @@ def plan(event: Event, nodes: Sequence[int], lookup: Callable[[int], Event]) -> 
         if hi < 0:
             raise SurfaceError(f"surface replace: end seq {end} not found in surface")
         if lo > hi:
-            raise SurfaceError(
-                f"surface replace: start seq {start} (index {lo}) is after end seq {end} (index {hi})"
-            )
+            raise SurfaceError(f"surface replace: start seq {start} (index {lo}) is after end seq {end} (index {hi})")
         transition = Transition(event.seq, "replace", lo, hi, start, end)
     else:
         raise SurfaceError(f"invalid surfaceOp {op!r}")
@@ -108,15 +106,11 @@ def _check_sources(event: Event, sources: Any) -> None:
     seen: set[int] = set()
     for value in sources:
         if not is_safe_int(value):
-            raise SurfaceError(
-                f"session event {event.seq} sourceEventSeqs must be non-negative safe integers"
-            )
+            raise SurfaceError(f"session event {event.seq} sourceEventSeqs must be non-negative safe integers")
         if value in seen:
             raise SurfaceError(f"session event {event.seq} sourceEventSeqs contains duplicates ({value})")
         if value >= event.seq:
-            raise SurfaceError(
-                f"session event {event.seq} sourceEventSeqs must reference earlier events ({value})"
-            )
+            raise SurfaceError(f"session event {event.seq} sourceEventSeqs must reference earlier events ({value})")
         seen.add(value)
 
 
@@ -206,7 +200,4 @@ def classify(events: Sequence[Event]) -> dict[int, str]:
     result = fold(events)
     current = set(result.nodes)
     shadowed = {s for r in result.replacements for s in r.shadowed_seqs}
-    return {
-        e.seq: "current" if e.seq in current else "shadowed" if e.seq in shadowed else "log-only"
-        for e in events
-    }
+    return {e.seq: "current" if e.seq in current else "shadowed" if e.seq in shadowed else "log-only" for e in events}

@@ -269,9 +269,7 @@ class SqliteSessionStore:
                 ).fetchone()
                 if row is None:
                     if events[0].seq != 0:
-                        raise StoreError(
-                            f"session {header.id!r} is not stored; its first batch must start at seq 0"
-                        )
+                        raise StoreError(f"session {header.id!r} is not stored; its first batch must start at seq 0")
                     pk = self._insert_session(conn, header)
                     next_seq, next_ord = 0, 0
                 else:
@@ -316,9 +314,7 @@ class SqliteSessionStore:
             if op is None:
                 continue
             if op == "append":
-                conn.execute(
-                    "INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq)
-                )
+                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq))
                 next_ord += 1
             else:
                 lo = conn.execute(
@@ -329,17 +325,11 @@ class SqliteSessionStore:
                 ).fetchone()
                 if lo is None or hi is None or lo[0] > hi[0]:
                     raise StoreError(f"stored surface disagrees with replace at seq {event.seq}")
-                conn.execute(
-                    "DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0])
-                )
-                conn.execute(
-                    "INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq)
-                )
+                conn.execute("DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0]))
+                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq))
         last = events[-1].seq
         if title is None:
-            conn.execute(
-                "UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk)
-            )
+            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
         else:
             conn.execute(
                 "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
@@ -356,9 +346,7 @@ class SqliteSessionStore:
                 row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (_id(header.id),)).fetchone()
                 if row is not None:
                     if not replace:
-                        raise StoreError(
-                            f"session {header.id!r} already exists (use --replace to overwrite it)"
-                        )
+                        raise StoreError(f"session {header.id!r} already exists (use --replace to overwrite it)")
                     self._delete(conn, row[0])
                 pk = self._insert_session(conn, header)
                 if events:
@@ -383,9 +371,7 @@ class SqliteSessionStore:
         return row is not None
 
     def _delete(self, conn: sqlite3.Connection, pk: int) -> None:
-        conn.execute(
-            "DELETE FROM events WHERE key BETWEEN ? AND ?", (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1))
-        )
+        conn.execute("DELETE FROM events WHERE key BETWEEN ? AND ?", (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1)))
         conn.execute("DELETE FROM surface WHERE session_pk = ?", (pk,))
         conn.execute("DELETE FROM sessions WHERE pk = ?", (pk,))
 
@@ -430,9 +416,7 @@ class SqliteSessionStore:
         conn = self._connection()
         conn.execute("BEGIN")
         try:
-            row = conn.execute(
-                "SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)
-            ).fetchone()
+            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             pk, header_text, next_seq = row

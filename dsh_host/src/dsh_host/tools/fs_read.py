@@ -105,9 +105,7 @@ def _read_lines(cwd: Path, raw: str, offset: int, limit: int) -> str:
     elif text.endswith(b"\n"):
         notice = f"[output capped at {MAX_READ_BYTES} bytes; continue with offset {line}]"
     else:
-        notice = (
-            f"[output capped at {MAX_READ_BYTES} bytes inside line {line}; continue with offset {line + 1}]"
-        )
+        notice = f"[output capped at {MAX_READ_BYTES} bytes inside line {line}; continue with offset {line + 1}]"
     return decoded + ("" if decoded.endswith("\n") else "\n") + notice
 
 
@@ -130,9 +128,7 @@ async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
     except _ToolInputError as exc:
         return ToolResult.text(str(exc), is_error=True, code=exc.code)
     except OSError as exc:
-        return ToolResult.text(
-            f"cannot read {args[1]}: {exc.strerror or exc}", is_error=True, code="READ_FAILED"
-        )
+        return ToolResult.text(f"cannot read {args[1]}: {exc.strerror or exc}", is_error=True, code="READ_FAILED")
 
 
 async def read_file(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:

@@ -481,9 +481,7 @@ class ChatUI:
     # --- layout -----------------------------------------------------------------------------------
 
     def _layout(self) -> Layout:
-        menu_open = Condition(
-            lambda: bool(self.buffer.complete_state and self.buffer.complete_state.completions)
-        )
+        menu_open = Condition(lambda: bool(self.buffer.complete_state and self.buffer.complete_state.completions))
         editor = Window(
             BufferControl(self.buffer, input_processors=[BeforeInput("› ", style="class:prompt")]),
             height=Dimension(min=1, max=10),
@@ -493,9 +491,7 @@ class ChatUI:
         body = HSplit(
             [
                 ConditionalContainer(
-                    Window(
-                        FormattedTextControl(self.preview.fragments), wrap_lines=True, dont_extend_height=True
-                    ),
+                    Window(FormattedTextControl(self.preview.fragments), wrap_lines=True, dont_extend_height=True),
                     filter=Condition(lambda: bool(self.preview)),
                 ),
                 Window(height=1, char="─", style="class:rule"),
@@ -506,9 +502,7 @@ class ChatUI:
                 ConditionalContainer(Window(height=Dimension.exact(_MENU_HEIGHT)), filter=menu_open),
             ]
         )
-        menu = Float(
-            xcursor=True, ycursor=True, content=CompletionsMenu(max_height=_MENU_HEIGHT, scroll_offset=1)
-        )
+        menu = Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=_MENU_HEIGHT, scroll_offset=1))
         return Layout(FloatContainer(body, floats=[menu]), focused_element=editor)
 
     def _status_line(self) -> StyleAndTextTuples:

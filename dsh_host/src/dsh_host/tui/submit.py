@@ -140,9 +140,7 @@ class Submitter:
         self, service: Any, mentions: MentionSyntax, value: str, text: str, parsed: Any, cancel: asyncio.Event
     ) -> None:
         try:
-            prepared = await service.prepare(
-                self._agent(), [_text_block(parsed.text)], parsed.references, cancel
-            )
+            prepared = await service.prepare(self._agent(), [_text_block(parsed.text)], parsed.references, cancel)
         except Exception as exc:  # noqa: BLE001 - every failure is reported the same way
             if not self._disposed and not cancel.is_set():
                 self._restore(value)

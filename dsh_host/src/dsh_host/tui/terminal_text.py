@@ -15,9 +15,7 @@ import re
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+    "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 """The characters JavaScript's `\\s` and `String.prototype.trim` treat as whitespace.
 
