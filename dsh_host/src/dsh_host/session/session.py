@@ -16,6 +16,8 @@ from dsh_host.session.surface import Surface, SurfaceError, plan
 
 log = logging.getLogger("dsh")
 
+_LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
+
 Listener = Callable[["Session", Event], None]
 
 
@@ -107,16 +109,16 @@ class Session:
         except NotLosslessJson as exc:
             raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
         op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
+        if type in _LEGACY_TYPES:
+            raise ValueError(f"legacy event type {type!r} is not supported")
         event = Event(
-            type=type,
-            seq=len(self._log),
-            time=self._clock(),
+            type,
+            len(self._log),
+            self._clock(),
             surface_op=op,
             source_event_seqs=None if sources is None else FrozenList(sources),
             data_json=data_text,
         )
-        if type in ("request/header-delta", "mode/set"):
-            raise ValueError(f"legacy event type {type!r} is not supported")
         if type == "request/header" and isinstance(event.data, Mapping) and event.data.get("reason") == "fallback":
             raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
@@ -145,6 +147,8 @@ class Session:
         self.surface.apply(transition)
 
     def _publish(self, event: Event) -> None:
+        if not self._listeners:
+            return
         self._publishing = True
         try:
             for listener in list(self._listeners):
