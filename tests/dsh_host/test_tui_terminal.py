@@ -21,7 +21,11 @@ import pytest
 from dsh_host.config import load_config
 from dsh_host.host import Host
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+def setup_module() -> None:
+    # A real terminal is the point of this test: .ci/run installs tmux, so its absence is a failure.
+    assert shutil.which("tmux") is not None, "tmux is required for the terminal UI test (apt-get install tmux)"
+
 
 DSH = Path(sys.executable).with_name("dsh")
 PROBE_TITLE = "evil\x1b]2;pwned\x07title"
