@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dsh_host.config import load_config
 from dsh_host.host import Host
-from dsh_host.session.events import SessionHeader, event_from_json
+from dsh_host.session.events import SessionHeader, event_from_json, surface_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
 from dsh_host.store.sqlite import SessionNotFound, SqliteSessionStore, StoreError
@@ -171,6 +171,10 @@ def test_stored_surface_equals_the_fold_after_any_appends_and_replaces(shared_st
         assert [e["seq"] for e in snapshot.events] == expected
         assert snapshot.events == [log_form(events[s]) for s in expected]
         assert shared_store.read_events(header.id)[1] == events
+        # The text kept per surface node is what the surface's events say.
+        texts = shared_store.read_surface_texts(header.id)
+        assert texts.texts == [surface_text(events[s].type, events[s].data) for s in expected]
+        assert texts.captured_through_seq == snapshot.captured_through_seq
 
 
 def test_stored_surface_follows_nested_and_tool_result_replaces(store, log_builder):

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_host.config import load_config
 from dsh_host.host import Host
-from dsh_host.query import SurfaceSnapshot
+from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_host.store.sqlite import SessionNotFound
@@ -50,6 +50,10 @@ class ScriptedQuery:
     def __init__(self, behaviour: Callable[[str], Awaitable[SurfaceSnapshot]] | None = None) -> None:
         self.reads: list[str] = []
         self._behaviour = behaviour
+
+    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
+
+        return texts_of(await self.read_surface(session_id))
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         self.reads.append(session_id)

@@ -18,7 +18,7 @@ import pytest
 
 from dsh_host.config import load_config
 from dsh_host.host import Host
-from dsh_host.query import SurfaceSnapshot
+from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import PROMPT_DELIMITER, SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService, tag_safe_json
@@ -506,6 +506,10 @@ class RecordingQuery:
 
     def __init__(self) -> None:
         self.log: list[tuple[str, str]] = []
+
+    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
+
+        return texts_of(await self.read_surface(session_id))
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         self.log.append(("start", session_id))

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_host.query import SurfaceSnapshot
+from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import SessionHeader
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService, tag_safe_json
 
@@ -86,6 +86,10 @@ class MemoryQuery:
             events = [event(seq, kind, text) for seq, (kind, text) in enumerate(messages)]
             header = SessionHeader(id=session_id, created_at=0, cwd=cwd)
             self.snapshots[session_id] = SurfaceSnapshot(header, len(events) - 1 if events else None, events)
+
+    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
+
+        return texts_of(await self.read_surface(session_id))
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         return self.snapshots[session_id]

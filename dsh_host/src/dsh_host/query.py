@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh_host.session.events import SessionHeader
+from dsh_host.session.events import SessionHeader, SurfaceText, surface_text
 from dsh_host.store.sqlite import SessionNotFound
 from dsh_host.titles import latest_title
 
@@ -42,6 +42,15 @@ class TitleSnapshot:
     title: str
     event_seq: int
     updated_at: int
+
+
+@dataclass(frozen=True)
+class SurfaceTexts:
+    """One consistent observation of a surface as text: `SurfaceText` per node, in order."""
+
+    header: SessionHeader
+    captured_through_seq: int | None
+    texts: list[SurfaceText]
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,21 @@ class SessionQuery:
             return live_surface(live)
         return SurfaceSnapshot(stored.header, stored.captured_through_seq, stored.events)
 
+    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
+        """Like `read_surface`, but each node as its `SurfaceText` (type, source, display text).
+
+        Persisted sessions are answered from the text the store keeps per surface node, so no
+        event is decoded: this is the read for consumers that only need the conversation's text.
+        """
+        session = self._live(session_id)
+        if session is not None:
+            return live_surface_texts(session)
+        stored = await asyncio.to_thread(self._host.store.read_surface_texts, session_id)
+        live = self._live(session_id)
+        if live is not None:
+            return live_surface_texts(live)
+        return SurfaceTexts(stored.header, stored.captured_through_seq, stored.texts)
+
     async def read_events(self, session_id: str) -> list[dict[str, Any]]:
         """Every event of the log, in log form, detached."""
         session = self._live(session_id)
@@ -128,6 +152,22 @@ def live_surface(session: Session) -> SurfaceSnapshot:
     return SurfaceSnapshot(session.header, last if last >= 0 else None, events)
 
 
+def texts_of(snapshot: SurfaceSnapshot) -> SurfaceTexts:
+    """A surface snapshot as text (for query services that keep no text per node)."""
+    texts = [surface_text(event.get("type"), event.get("data")) for event in snapshot.events]
+    return SurfaceTexts(snapshot.header, snapshot.captured_through_seq, texts)
+
+
+def live_surface_texts(session: Session) -> SurfaceTexts:
+    """The surface of a live session as text, taken synchronously."""
+    texts = []
+    for seq in session.surface.nodes:
+        event = session.event(seq)
+        texts.append(surface_text(event.type, event.data))
+    last = session.seq - 1
+    return SurfaceTexts(session.header, last if last >= 0 else None, texts)
+
+
 def record_json(record: SessionRecord) -> Mapping[str, Any]:
     out: dict[str, Any] = {"id": record.id, "createdAt": record.created_at}
     if record.cwd is not None:
@@ -138,4 +178,4 @@ def record_json(record: SessionRecord) -> Mapping[str, Any]:
     return out
 
 
-__all__ = ["SessionNotFound", "SessionQuery", "SessionRecord", "SurfaceSnapshot", "TitleSnapshot"]
+__all__ = ["SessionNotFound", "SessionQuery", "SessionRecord", "SurfaceSnapshot", "SurfaceTexts", "TitleSnapshot"]

@@ -2,19 +2,25 @@
 
 Only direct human prompts, compaction checkpoints and assistant text survive: plugin-generated
 prompts, tool output, injected contexts and reasoning are left out, and a prompt that itself
-carried a baked snapshot contributes only its display content, so snapshots never nest.
+carried a baked snapshot contributes only its display content, so snapshots never nest. The
+text of a node (its display content's text blocks joined with newlines) is the host's
+`SurfaceText`, which the store keeps per surface node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
-from dsh_compact.marker import is_compact_checkpoint_source
+from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
+from dsh_host.session.events import SurfaceText, surface_text
 from dsh_session_reference.jsjson import join_surrogate_pairs
 
 Role = Literal["user", "assistant"]
+
+_CHECKPOINT_KIND = COMPACT_CHECKPOINT_SOURCE["kind"]
+_CHECKPOINT_PLUGIN = COMPACT_CHECKPOINT_SOURCE["plugin"]
 
 
 class SessionHeaderLike(Protocol):
@@ -27,8 +33,7 @@ class SessionHeaderLike(Protocol):
     def cwd(self) -> str | None: ...
 
 
-@dataclass(frozen=True)
-class ProjectedMessage:
+class ProjectedMessage(NamedTuple):
     """One conversation entry; ``checkpoint`` marks a compaction summary."""
 
     role: Role
@@ -61,65 +66,40 @@ def project_surface(
     ``captured_through_seq`` is passed through: it is the seq of the snapshot's last log event
     of any type, which need not be a surface event.
     """
+    texts = (surface_text(event.get("type"), event.get("data")) for event in events)
+    return project_texts(session, captured_through_seq, texts)
+
+
+def project_texts(
+    session: SessionHeaderLike,
+    captured_through_seq: int | None,
+    texts: Iterable[SurfaceText],
+) -> ProjectedSource:
+    """Project a surface given as one `SurfaceText` per node (what the query service reads).
+
+    Kept: assistant messages; user messages from the user, and compaction checkpoints (a
+    `user/message` whose source is the marker, recognised by its two fields alone); steering
+    from the user. Nodes without text contribute nothing.
+    """
     messages = []
-    for event in events:
-        message = project_event(event)
-        if message is not None:
-            messages.append(message)
+    append = messages.append
+    for kind, source_kind, source_plugin, text in texts:
+        if not text:
+            continue
+        if kind == "assistant/message":
+            append(ProjectedMessage("assistant", _js_text(text)))
+        elif kind == "user/message":
+            if source_kind == "user":
+                append(ProjectedMessage("user", _js_text(text)))
+            elif source_kind == _CHECKPOINT_KIND and source_plugin == _CHECKPOINT_PLUGIN:
+                append(ProjectedMessage("user", _js_text(text), True))
+        elif kind == "steering/message" and source_kind == "user":
+            # Only a user/message can be a checkpoint; compaction's steering is plugin noise.
+            append(ProjectedMessage("user", _js_text(text)))
     return ProjectedSource(session.id, session.cwd, captured_through_seq, tuple(messages))
 
 
-def project_event(event: Mapping[str, Any]) -> ProjectedMessage | None:
-    """The conversation entry for one surface event, or ``None`` when it contributes nothing."""
-    event_type = event.get("type")
-    data = event.get("data")
-    if type(data) is not dict and not isinstance(data, Mapping):
-        return None
-    if event_type == "assistant/message":
-        role: Role = "assistant"
-        checkpoint = False
-        content = data.get("content")
-    elif event_type == "user/message" or event_type == "steering/message":
-        source = data.get("source")
-        # Only a user/message can be a checkpoint; compaction's steering is plugin noise.
-        checkpoint = event_type == "user/message" and is_compact_checkpoint_source(source)
-        if not checkpoint and not _is_user_source(source):
-            return None
-        role = "user"
-        content = display_content(data)
-    else:
-        return None
-    text = extract_text(content)
-    if text == "":
-        return None
-    return ProjectedMessage(role, text, checkpoint)
-
-
-def display_content(data: Mapping[str, Any]) -> Any:
-    """The content a prompt event shows a human: the envelope's, else the model content."""
-    envelope = data.get("envelope")
-    if isinstance(envelope, Mapping) and envelope.get("displayContent") is not None:
-        return envelope["displayContent"]
-    return data.get("content")
-
-
-def extract_text(content: Any) -> str:
-    """Join the ``text`` of every text block with newlines; other block types are ignored.
-
-    A surrogate pair spelled as two code points is joined into one character, as the same
-    string would be in JavaScript, so byte counts and cuts downstream match the reference.
-    """
-    if type(content) is not list and (not isinstance(content, Sequence) or isinstance(content, str)):
-        return ""
-    texts = []
-    for block in content:
-        if type(block) is dict or isinstance(block, Mapping):
-            text = block.get("text")
-            if block.get("type") == "text" and isinstance(text, str):
-                texts.append(text)
-    joined = texts[0] if len(texts) == 1 else "\n".join(texts)
-    return join_surrogate_pairs(joined)
-
-
-def _is_user_source(source: Any) -> bool:
-    return isinstance(source, Mapping) and source.get("kind") == "user"
+def _js_text(text: str) -> str:
+    # A surrogate pair spelled as two code points is one character in JavaScript: join it so
+    # byte counts and cuts downstream match the reference.
+    return text if text.isascii() else join_surrogate_pairs(text)

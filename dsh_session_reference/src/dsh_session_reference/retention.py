@@ -118,23 +118,33 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
     Raises ``SessionReferenceError`` (``BUDGET_EXCEEDED``) when even dropping and truncating
     everything allowed cannot make it fit.
     """
-    items = [_Item(message) for message in source.messages]
+    messages = source.messages
+    newest = len(messages) - 1
     empty = source_data(source.session_id, label, source.cwd, source.captured_through_seq, ())
     # The object is `...[` + items joined by "," + `]}`; items slot into the empty object.
-    size = _Size(utf8_length(tag_safe_json(empty)), sum(item.size for item in items), len(items))
-
-    omitted_messages = 0
-    dropped_bytes = 0
-    # Removing the oldest droppable item each time is a single forward pass: the items before
-    # it are checkpoints that stay, and the last item is always the newest, never dropped.
-    kept: list[_Item] = []
-    for index, item in enumerate(items):
-        if size.total > max_bytes and not item.message.checkpoint and index < len(items) - 1:
-            size.remove(item.size)
-            omitted_messages += 1
-            dropped_bytes += item.original_bytes
-        else:
-            kept.append(item)
+    size = _Size(utf8_length(tag_safe_json(empty)), 0, 0)
+    slots: list[_Item | None] = [None] * len(messages)
+    # Checkpoints and the newest message are never dropped.
+    for index, message in enumerate(messages):
+        if message.checkpoint or index == newest:
+            slots[index] = item = _Item(message)
+            size.add(item.size)
+    # Phase 1 drops the oldest droppable messages until the object fits, so the droppable
+    # messages that stay are the longest run of the newest ones that fits: walk back from the
+    # newest, and size only the messages that may stay (dropped ones only need their length).
+    for index in range(newest - 1, -1, -1):
+        message = messages[index]
+        if message.checkpoint:
+            continue
+        item = _Item(message)
+        if size.total_with(item.size) > max_bytes:
+            break
+        slots[index] = item
+        size.add(item.size)
+    dropped = [messages[index].text for index in range(newest) if slots[index] is None]
+    omitted_messages = len(dropped)
+    dropped_bytes = sum(utf8_length(text) for text in dropped)
+    kept = [item for item in slots if item is not None]
 
     while size.total > max_bytes:
         largest = max(kept, key=lambda item: item.text_bytes, default=None)
@@ -150,7 +160,7 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
 
     stats = RetentionStats(
         compacted=source.compacted,
-        original_messages=len(items),
+        original_messages=len(messages),
         retained_messages=len(kept),
         omitted_messages=omitted_messages,
         omitted_bytes=dropped_bytes + sum(item.omitted_bytes for item in kept),
@@ -214,9 +224,13 @@ class _Size:
     def total(self) -> int:
         return self._fixed + self._items + max(0, self._count - 1)
 
-    def remove(self, item_size: int) -> None:
-        self._items -= item_size
-        self._count -= 1
+    def add(self, item_size: int) -> None:
+        self._items += item_size
+        self._count += 1
+
+    def total_with(self, item_size: int) -> int:
+        """The total if one more item of `item_size` were added."""
+        return self._fixed + self._items + item_size + self._count
 
     def resize(self, old: int, new: int) -> None:
         self._items += new - old

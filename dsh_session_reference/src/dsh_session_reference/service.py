@@ -20,7 +20,7 @@ from dsh_session_reference.candidates import Candidate, rank_candidates
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.frame import build_context
 from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
-from dsh_session_reference.projection import project_surface
+from dsh_session_reference.projection import project_texts
 from dsh_session_reference.retention import retain_source
 
 MAX_REFERENCES = 3
@@ -105,7 +105,7 @@ class SessionReferenceService:
             return Prepared(copied, [])
         if is_set(cancel):
             raise cancelled_error(cancel)
-        reads = [asyncio.ensure_future(self._query.read_surface(ref.session_id)) for ref in normalized]
+        reads = [asyncio.ensure_future(self._query.read_surface_texts(ref.session_id)) for ref in normalized]
         try:
             snapshots = await race(asyncio.gather(*reads), cancel)
         except SessionReferenceError:
@@ -125,7 +125,7 @@ class SessionReferenceService:
             raise cancelled_error(cancel)
         retained = [
             retain_source(
-                project_surface(snapshot.header, snapshot.captured_through_seq, snapshot.events),
+                project_texts(snapshot.header, snapshot.captured_through_seq, snapshot.texts),
                 ref.label if ref.label is not None else ref.session_id,
                 self.max_reference_bytes,
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
@@ -262,9 +262,39 @@ def header_from_json(raw: Any) -> SessionHeader:
 def display_prompt_content(data: Mapping[str, Any]) -> Any:
     """The direct prompt of a user/steering message: the envelope's display content if any."""
     envelope = data.get("envelope")
-    if isinstance(envelope, Mapping) and "displayContent" in envelope:
+    if isinstance(envelope, Mapping) and envelope.get("displayContent") is not None:
         return envelope["displayContent"]
     return data.get("content", [])
+
+
+class SurfaceText(NamedTuple):
+    """What a surface event shows a reader: its type, its source, and its display text.
+
+    The text is the `text` blocks of the display content (the envelope's, when a prompt had
+    context baked in) joined with newlines. The store keeps one per surface node, so readers
+    that need only text (session references, titles) never decode the events themselves.
+    """
+
+    type: str
+    source_kind: str | None
+    source_plugin: str | None
+    text: str
+
+
+def surface_text(type: str, data: Any) -> SurfaceText:
+    """The `SurfaceText` of an event given its type and data."""
+    if not isinstance(data, Mapping):
+        return SurfaceText(type, None, None, "")
+    source = data.get("source")
+    kind = plugin = None
+    if isinstance(source, Mapping):
+        kind, plugin = source.get("kind"), source.get("plugin")
+    return SurfaceText(
+        type,
+        kind if isinstance(kind, str) else None,
+        plugin if isinstance(plugin, str) else None,
+        text_of(display_prompt_content(data)),
+    )
 
 
 def text_of(blocks: Any, sep: str = "\n") -> str:

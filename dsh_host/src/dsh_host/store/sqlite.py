@@ -8,7 +8,9 @@ Schema choices, each for a figure the store must meet:
 - `surface` materialises every session's current surface (`ord` is the position key): an
   append adds a row, a replace deletes the shadowed run and takes the position of its first
   node. Reading a surface joins these rows to their events and never touches chunks or
-  shadowed events, so it costs time in proportion to the surface, not the log.
+  shadowed events, so it costs time in proportion to the surface, not the log. Each row also
+  keeps the node's `SurfaceText` (type, source, display text), so readers that need only the
+  text of a conversation read small rows and decode no JSON.
 - `sessions` keeps the header, the next seq, and the latest title, so listing sessions with
   titles reads no log.
 
@@ -31,12 +33,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from dsh_host.errors import DshError
-from dsh_host.session.events import Event, SessionHeader, event_from_json
+from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+MMAP_BYTES = 256 * 1024 * 1024
 _SEQ_BITS = 32
 
 _SCHEMA = """
@@ -62,10 +65,24 @@ CREATE TABLE surface (
     session_pk INTEGER NOT NULL,
     ord INTEGER NOT NULL,
     seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    source_kind TEXT,
+    source_plugin TEXT,
+    text TEXT NOT NULL,
     PRIMARY KEY (session_pk, ord)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
 """
+
+
+_INSERT_SURFACE = (
+    "INSERT INTO surface (session_pk, ord, seq, type, source_kind, source_plugin, text) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _surface_row(event: Event) -> tuple[Any, ...]:
+    text = surface_text(event.type, event.data)
+    return (text.type, _text(text.source_kind), _text(text.source_plugin), _text(text.text))
 
 
 class StoreError(DshError):
@@ -101,6 +118,15 @@ class StoredTitle:
     title: str
     event_seq: int
     updated_at: int
+
+
+@dataclass(frozen=True)
+class StoredSurfaceTexts:
+    """One consistent observation of a persisted session's surface, as text."""
+
+    header: SessionHeader
+    captured_through_seq: int | None
+    texts: list[SurfaceText]
 
 
 @dataclass(frozen=True)
@@ -196,6 +222,9 @@ class SqliteSessionStore:
             )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Reads map the file instead of copying pages through read() calls, and threads
+            # reading different sessions then contend on nothing but the OS page cache.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)
@@ -314,7 +343,7 @@ class SqliteSessionStore:
             if op is None:
                 continue
             if op == "append":
-                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, next_ord, event.seq))
+                conn.execute(_INSERT_SURFACE, (pk, next_ord, event.seq, *_surface_row(event)))
                 next_ord += 1
             else:
                 lo = conn.execute(
@@ -326,7 +355,7 @@ class SqliteSessionStore:
                 if lo is None or hi is None or lo[0] > hi[0]:
                     raise StoreError(f"stored surface disagrees with replace at seq {event.seq}")
                 conn.execute("DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0]))
-                conn.execute("INSERT INTO surface (session_pk, ord, seq) VALUES (?, ?, ?)", (pk, lo[0], event.seq))
+                conn.execute(_INSERT_SURFACE, (pk, lo[0], event.seq, *_surface_row(event)))
         last = events[-1].seq
         if title is None:
             conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
@@ -432,6 +461,31 @@ class SqliteSessionStore:
             header=header_from_row(header_text, session_id),
             captured_through_seq=next_seq - 1 if next_seq else None,
             events=[loads(line) for (line,) in lines],
+        )
+
+    def read_surface_texts(self, session_id: str) -> StoredSurfaceTexts:
+        """Header, last seq and the `SurfaceText` of each surface node, in one read transaction."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            pk, header_text, next_seq = row
+            rows = conn.execute(
+                "SELECT type, source_kind, source_plugin, text FROM surface WHERE session_pk = ? ORDER BY ord", (pk,)
+            ).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        # Text holding a lone surrogate is stored as UTF-8 bytes (see `_text`); all else is str.
+        if any(type(value) is bytes for row in rows for value in row):
+            texts = [SurfaceText(kind, *map(_from_text, fields)) for kind, *fields in rows]
+        else:
+            texts = list(map(SurfaceText._make, rows))
+        return StoredSurfaceTexts(
+            header=header_from_row(header_text, session_id),
+            captured_through_seq=next_seq - 1 if next_seq else None,
+            texts=texts,
         )
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
