@@ -143,7 +143,9 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
         size.add(item.size)
     dropped = [messages[index].text for index in range(newest) if slots[index] is None]
     omitted_messages = len(dropped)
-    dropped_bytes = sum(utf8_length(text) for text in dropped)
+    # One measurement of the joined texts: UTF-8 length is additive (lone surrogates count 3
+    # bytes each wherever they stand).
+    dropped_bytes = utf8_length("".join(dropped))
     kept = [item for item in slots if item is not None]
 
     while size.total > max_bytes:
