@@ -3,8 +3,9 @@
 - `prepare_3x200k`: one `prepare` with three references to three persisted 200,000-event
   sessions (2,000 surface messages each, enough text that retention drops and cuts with the
   default 65,536-byte budget), against the slowest single `read_surface` of the three, each
-  read through the query service in the same run. The reads run in parallel and projection and
-  retention are cheap, so the whole preparation costs little more than one read.
+  read through the query service in the same run. `prepare` reads all three sources in one
+  request that decodes no event (the store keeps each surface node's display text), and
+  retention sizes only the messages that can stay, so it costs little more than one full read.
 - `list_candidates_10k`: `list_candidates` with a query over 10,000 titled sessions, against
   `list_sessions` of the same corpus.
 """

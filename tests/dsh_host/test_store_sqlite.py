@@ -172,7 +172,7 @@ def test_stored_surface_equals_the_fold_after_any_appends_and_replaces(shared_st
         assert snapshot.events == [log_form(events[s]) for s in expected]
         assert shared_store.read_events(header.id)[1] == events
         # The text kept per surface node is what the surface's events say.
-        texts = shared_store.read_surface_texts(header.id)
+        (texts,) = shared_store.read_surface_texts([header.id])
         assert texts.texts == [surface_text(events[s].type, events[s].data) for s in expected]
         assert texts.captured_through_seq == snapshot.captured_through_seq
 

@@ -51,9 +51,13 @@ class ScriptedQuery:
         self.reads: list[str] = []
         self._behaviour = behaviour
 
-    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
+    async def read_surface_texts(self, session_ids: list[str]) -> list[SurfaceTexts]:
 
-        return texts_of(await self.read_surface(session_id))
+        # Every read is issued before any is awaited, as the host's one-request batch does.
+
+        snapshots = await asyncio.gather(*(self.read_surface(i) for i in session_ids))
+
+        return [texts_of(snapshot) for snapshot in snapshots]
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         self.reads.append(session_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -115,20 +115,24 @@ class SessionQuery:
             return live_surface(live)
         return SurfaceSnapshot(stored.header, stored.captured_through_seq, stored.events)
 
-    async def read_surface_texts(self, session_id: str) -> SurfaceTexts:
-        """Like `read_surface`, but each node as its `SurfaceText` (type, source, display text).
+    async def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
+        """Several sessions' surfaces, each node as its `SurfaceText` (type, source, display text).
 
-        Persisted sessions are answered from the text the store keeps per surface node, so no
-        event is decoded: this is the read for consumers that only need the conversation's text.
+        For consumers that need only the conversation's text (session references): persisted
+        sessions are answered from the text the store keeps per surface node, all of them in one
+        read on one worker thread, so no event is decoded; live sessions from memory. Raises
+        SessionNotFound for the first unknown id.
         """
-        session = self._live(session_id)
-        if session is not None:
-            return live_surface_texts(session)
-        stored = await asyncio.to_thread(self._host.store.read_surface_texts, session_id)
-        live = self._live(session_id)
-        if live is not None:
-            return live_surface_texts(live)
-        return SurfaceTexts(stored.header, stored.captured_through_seq, stored.texts)
+        stored_ids = [sid for sid in session_ids if self._live(sid) is None]
+        stored: dict[str, SurfaceTexts] = {}
+        if stored_ids:
+            for texts in await asyncio.to_thread(self._host.store.read_surface_texts, stored_ids):
+                stored[texts.header.id] = SurfaceTexts(texts.header, texts.captured_through_seq, texts.texts)
+        out = []
+        for sid in session_ids:
+            live = self._live(sid)  # a session may have come alive while we read
+            out.append(live_surface_texts(live) if live is not None else stored[sid])
+        return out
 
     async def read_events(self, session_id: str) -> list[dict[str, Any]]:
         """Every event of the log, in log form, detached."""

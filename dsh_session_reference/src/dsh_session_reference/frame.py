@@ -33,7 +33,8 @@ def render_prompt(sources: Sequence[RetainedSource]) -> str:
 
     Tag-safe JSON has no ``<``, so the closing tag appears exactly once whatever the data says.
     """
-    return PROMPT_PREFIX + tag_safe_json([source.to_data() for source in sources]) + PROMPT_SUFFIX
+    # The objects hold only strings, integers, null and fixed keys: the plain encoder is exact.
+    return PROMPT_PREFIX + tag_safe_json([source.to_data() for source in sources], plain=True) + PROMPT_SUFFIX
 
 
 def build_meta(sources: Sequence[RetainedSource]) -> dict[str, Any]:

@@ -19,7 +19,6 @@ NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
 # JSON.stringify works on UTF-16 code units: a high surrogate followed by a low one is a valid
 # pair (printed as the character it encodes), any other surrogate is escaped.
 _SURROGATE_OR_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 # Array-index keys (canonical decimal integers up to 2**32 - 2) come first in a JS object's
@@ -27,29 +26,43 @@ _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
-def js_stringify(value: Any) -> str:
+def js_stringify(value: Any, *, plain: bool = False) -> str:
     """Serialize ``value`` exactly as ``JSON.stringify(value)`` would in JavaScript.
 
     Accepts ``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``tuple`` and ``dict``
     with ``str`` keys. Non-finite floats become ``null`` as in JS. Anything else, and cyclic
     containers, raise ``TypeError("session-reference data is not JSON-serializable")``.
+
+    ``plain=True`` skips the walk that looks for floats and array-index keys: for values the
+    caller built itself from strings, integers and fixed keys (the snapshot's own objects).
     """
-    if _needs_js_path(value, set()):
+    if not plain and _needs_js_path(value, set()):
         text = _encode(value)
     else:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if not text.isascii() and _SURROGATE.search(text):
+    if not text.isascii() and has_surrogate(text):
         text = _SURROGATE_OR_PAIR.sub(_render_surrogates, text)
     return text
 
 
-def tag_safe_json(value: Any) -> str:
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (lone, or half of a pair)."""
+    # A surrogate is exactly what strict UTF-8 cannot encode; the C encoder finds it faster
+    # than a regex scan.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def tag_safe_json(value: Any, *, plain: bool = False) -> str:
     """``js_stringify(value)`` with every ``<`` written as ``\\u003c``.
 
     The result parses back to the same value, yet no string inside it can spell a markup tag
-    such as ``</referenced-sessions>``.
+    such as ``</referenced-sessions>``. ``plain`` is as for `js_stringify`.
     """
-    return js_stringify(value).replace("<", "\\u003c")
+    return js_stringify(value, plain=plain).replace("<", "\\u003c")
 
 
 def join_surrogate_pairs(text: str) -> str:
@@ -58,13 +71,9 @@ def join_surrogate_pairs(text: str) -> str:
     Both spellings are the same JavaScript string; normalizing makes UTF-8 lengths and
     truncation treat the pair as one four-byte character, as JS does.
     """
-    if text.isascii():
+    if text.isascii() or not has_surrogate(text):
         return text
-    try:
-        text.encode("utf-8")  # fails exactly when a surrogate is present; faster than a regex scan
-    except UnicodeEncodeError:
-        return _SURROGATE_PAIR.sub(_join_pair, text)
-    return text
+    return _SURROGATE_PAIR.sub(_join_pair, text)
 
 
 def js_number(number: float) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.session.events import SurfaceText, surface_text
-from dsh_session_reference.jsjson import join_surrogate_pairs
+from dsh_session_reference.jsjson import has_surrogate, join_surrogate_pairs
 
 Role = Literal["user", "assistant"]
 
@@ -81,25 +81,27 @@ def project_texts(
     `user/message` whose source is the marker, recognised by its two fields alone); steering
     from the user. Nodes without text contribute nothing.
     """
+    rows = texts if isinstance(texts, list) else list(texts)
+    # A surrogate pair spelled as two code points is one character in JavaScript: such pairs
+    # are joined so byte counts and cuts downstream match the reference. One check of the
+    # whole conversation spares the per-message check when (as usual) there is none.
+    pairs = has_surrogate("".join([row[3] for row in rows]))
     messages = []
     append = messages.append
-    for kind, source_kind, source_plugin, text in texts:
+    new = tuple.__new__  # NamedTuple's own constructor is Python code; this is the C one
+    for kind, source_kind, source_plugin, text in rows:
         if not text:
             continue
+        if pairs:
+            text = join_surrogate_pairs(text)
         if kind == "assistant/message":
-            append(ProjectedMessage("assistant", _js_text(text)))
+            append(new(ProjectedMessage, ("assistant", text, False)))
         elif kind == "user/message":
             if source_kind == "user":
-                append(ProjectedMessage("user", _js_text(text)))
+                append(new(ProjectedMessage, ("user", text, False)))
             elif source_kind == _CHECKPOINT_KIND and source_plugin == _CHECKPOINT_PLUGIN:
-                append(ProjectedMessage("user", _js_text(text), True))
+                append(new(ProjectedMessage, ("user", text, True)))
         elif kind == "steering/message" and source_kind == "user":
             # Only a user/message can be a checkpoint; compaction's steering is plugin noise.
-            append(ProjectedMessage("user", _js_text(text)))
+            append(new(ProjectedMessage, ("user", text, False)))
     return ProjectedSource(session.id, session.cwd, captured_through_seq, tuple(messages))
-
-
-def _js_text(text: str) -> str:
-    # A surrogate pair spelled as two code points is one character in JavaScript: join it so
-    # byte counts and cuts downstream match the reference.
-    return text if text.isascii() else join_surrogate_pairs(text)

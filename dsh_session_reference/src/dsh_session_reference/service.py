@@ -105,9 +105,10 @@ class SessionReferenceService:
             return Prepared(copied, [])
         if is_set(cancel):
             raise cancelled_error(cancel)
-        reads = [asyncio.ensure_future(self._query.read_surface_texts(ref.session_id)) for ref in normalized]
+        # One request for every source: they are read together, in one observation.
+        read = asyncio.ensure_future(self._query.read_surface_texts([ref.session_id for ref in normalized]))
         try:
-            snapshots = await race(asyncio.gather(*reads), cancel)
+            snapshots = await race(read, cancel)
         except SessionReferenceError:
             raise
         except Exception as exc:
@@ -119,8 +120,7 @@ class SessionReferenceService:
                 ErrorCode.READ_FAILED, f"failed to read referenced session: {exc}", exc
             ) from exc
         finally:
-            for read in reads:
-                read.add_done_callback(_consume)
+            read.add_done_callback(_consume)
         if is_set(cancel):
             raise cancelled_error(cancel)
         retained = [

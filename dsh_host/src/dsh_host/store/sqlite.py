@@ -53,7 +53,8 @@ CREATE TABLE sessions (
     next_ord INTEGER NOT NULL,
     title TEXT,
     title_seq INTEGER,
-    title_time INTEGER
+    title_time INTEGER,
+    raw_surface_text INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
 CREATE TABLE events (
@@ -338,12 +339,15 @@ class SqliteSessionStore:
             ):
                 title = (_text(event.data["title"]), event.seq, event.time)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
+        raw_text = False
         for event in events:
             op = event.surface_op
             if op is None:
                 continue
+            surface_row = _surface_row(event)
+            raw_text = raw_text or any(type(value) is bytes for value in surface_row)
             if op == "append":
-                conn.execute(_INSERT_SURFACE, (pk, next_ord, event.seq, *_surface_row(event)))
+                conn.execute(_INSERT_SURFACE, (pk, next_ord, event.seq, *surface_row))
                 next_ord += 1
             else:
                 lo = conn.execute(
@@ -355,7 +359,10 @@ class SqliteSessionStore:
                 if lo is None or hi is None or lo[0] > hi[0]:
                     raise StoreError(f"stored surface disagrees with replace at seq {event.seq}")
                 conn.execute("DELETE FROM surface WHERE session_pk = ? AND ord BETWEEN ? AND ?", (pk, lo[0], hi[0]))
-                conn.execute(_INSERT_SURFACE, (pk, lo[0], event.seq, *_surface_row(event)))
+                conn.execute(_INSERT_SURFACE, (pk, lo[0], event.seq, *surface_row))
+        if raw_text:
+            # Readers of the surface text then know to turn stored bytes back into text.
+            conn.execute("UPDATE sessions SET raw_surface_text = 1 WHERE pk = ?", (pk,))
         last = events[-1].seq
         if title is None:
             conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
@@ -463,22 +470,30 @@ class SqliteSessionStore:
             events=[loads(line) for (line,) in lines],
         )
 
-    def read_surface_texts(self, session_id: str) -> StoredSurfaceTexts:
-        """Header, last seq and the `SurfaceText` of each surface node, in one read transaction."""
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[StoredSurfaceTexts]:
+        """Header, last seq and each surface node's `SurfaceText` of several sessions, in order.
+
+        One read transaction serves them all, so the sessions are observed at the same instant.
+        """
         conn = self._connection()
         conn.execute("BEGIN")
         try:
-            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            pk, header_text, next_seq = row
-            rows = conn.execute(
-                "SELECT type, source_kind, source_plugin, text FROM surface WHERE session_pk = ? ORDER BY ord", (pk,)
-            ).fetchall()
+            return [self._surface_texts(conn, session_id) for session_id in session_ids]
         finally:
             conn.execute("COMMIT")
+
+    def _surface_texts(self, conn: sqlite3.Connection, session_id: str) -> StoredSurfaceTexts:
+        row = conn.execute(
+            "SELECT pk, header, next_seq, raw_surface_text FROM sessions WHERE id = ?", (_id(session_id),)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        pk, header_text, next_seq, raw_text = row
+        rows = conn.execute(
+            "SELECT type, source_kind, source_plugin, text FROM surface WHERE session_pk = ? ORDER BY ord", (pk,)
+        ).fetchall()
         # Text holding a lone surrogate is stored as UTF-8 bytes (see `_text`); all else is str.
-        if any(type(value) is bytes for row in rows for value in row):
+        if raw_text:
             texts = [SurfaceText(kind, *map(_from_text, fields)) for kind, *fields in rows]
         else:
             texts = list(map(SurfaceText._make, rows))
