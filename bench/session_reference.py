@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import Figure, best_of
+from bench.timing import Figure, interleaved
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader
@@ -27,7 +27,6 @@ EVENTS_PER_SESSION = 200_000
 SURFACE_MESSAGES = 2_000
 SOURCES = ("bench-source-a", "bench-source-b", "bench-source-c")
 CANDIDATE_SESSIONS = 10_000
-REPEAT = 5
 
 # About 190 bytes a message (ASCII, some `<` to escape, a few multi-byte characters), so the
 # 2,000 messages of a source hold about 380 KB and retention drops most of them.
@@ -77,8 +76,8 @@ def _start_host(workdir: Path) -> Host:
     return Host.start(load_config(env=env, cwd=workdir))
 
 
-def _time(loop: asyncio.AbstractEventLoop, make: Any) -> float:
-    return best_of(lambda: loop.run_until_complete(make()), repeat=REPEAT)
+def _runner(loop: asyncio.AbstractEventLoop, make: Any) -> Any:
+    return lambda: loop.run_until_complete(make())
 
 
 def prepare_figure(workdir: Path) -> Figure:
@@ -103,8 +102,11 @@ def prepare_figure(workdir: Path) -> Figure:
             assert len(snapshot.events) == SURFACE_MESSAGES
             assert snapshot.captured_through_seq == EVENTS_PER_SESSION - 1
 
-        baseline = max(_time(loop, lambda sid=sid: query.read_surface(sid)) for sid in SOURCES)
-        value = _time(loop, lambda: service.prepare(target, content, references))
+        *reads, value = interleaved(
+            *(_runner(loop, lambda sid=sid: query.read_surface(sid)) for sid in SOURCES),
+            _runner(loop, lambda: service.prepare(target, content, references)),
+        )
+        baseline = max(reads)
         retained = sum(ref["retainedMessages"] for ref in meta)
         return Figure(
             name="prepare_3x200k",
@@ -149,8 +151,10 @@ def candidates_figure(workdir: Path) -> Figure:
         listed = loop.run_until_complete(query.list_sessions())
         assert len(listed) == CANDIDATE_SESSIONS + 1
 
-        baseline = _time(loop, query.list_sessions)
-        value = _time(loop, lambda: service.list_candidates(target, "topic 1", limit=50))
+        baseline, value = interleaved(
+            _runner(loop, query.list_sessions),
+            _runner(loop, lambda: service.list_candidates(target, "topic 1", limit=50)),
+        )
         return Figure(
             name="list_candidates_10k",
             value=value,

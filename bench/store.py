@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import Figure, best_of
+from bench.timing import Figure, best_of, interleaved
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader
@@ -37,16 +37,6 @@ COMPACTION = 6  # turn/start, compact/start, compact/summary, checkpoint, compac
 TAIL_CHUNKS = 90  # chunks of each retained turn's step
 USER = {"kind": "user"}
 PROVENANCE = {"provider": "scripted", "model": "scripted-1"}
-
-
-def interleaved(*fns: Callable[[], object], rounds: int = 5, repeat: int = 3) -> list[float]:
-    """Best time of each function, measured in alternating rounds so that load on a shared
-    machine drifting during the run weighs on every figure alike."""
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            best[i] = min(best[i], best_of(fn, repeat=repeat))
-    return best
 
 
 def start_host(home: Path) -> Host:

@@ -49,3 +49,13 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
             gc.enable()
         best = min(best, elapsed)
     return best
+
+
+def interleaved(*fns: Callable[[], object], rounds: int = 5, repeat: int = 3) -> list[float]:
+    """Best time of each function, measured in alternating rounds so that load on a shared
+    machine drifting during the run weighs on every figure alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], best_of(fn, repeat=repeat))
+    return best
