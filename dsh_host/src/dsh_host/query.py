@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh_host.session.events import SessionHeader, SurfaceText, surface_text
+from dsh_host.session.events import SessionHeader, surface_text
+from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store.sqlite import SessionNotFound
 from dsh_host.titles import latest_title
 
@@ -42,27 +43,6 @@ class TitleSnapshot:
     title: str
     event_seq: int
     updated_at: int
-
-
-@dataclass(frozen=True)
-class SurfaceTexts:
-    """One consistent observation of a surface as text: `SurfaceText` per node, in order."""
-
-    header: SessionHeader
-    captured_through_seq: int | None
-    texts: list[SurfaceText]
-
-
-@dataclass(frozen=True)
-class SurfaceSnapshot:
-    """One consistent observation: header, seq of the last event of any type, surface events.
-
-    `events` are detached copies in log form (camelCase JSON dicts), in model-history order.
-    """
-
-    header: SessionHeader
-    captured_through_seq: int | None
-    events: list[dict[str, Any]]
 
 
 class SessionQuery:
@@ -111,9 +91,7 @@ class SessionQuery:
             return live_surface(session)
         stored = await asyncio.to_thread(self._host.store.read_surface, session_id)
         live = self._live(session_id)  # it may have come alive while we read
-        if live is not None:
-            return live_surface(live)
-        return SurfaceSnapshot(stored.header, stored.captured_through_seq, stored.events)
+        return live_surface(live) if live is not None else stored
 
     async def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         """Several sessions' surfaces, each node as its `SurfaceText` (type, source, display text).
@@ -127,7 +105,7 @@ class SessionQuery:
         stored: dict[str, SurfaceTexts] = {}
         if stored_ids:
             for texts in await asyncio.to_thread(self._host.store.read_surface_texts, stored_ids):
-                stored[texts.header.id] = SurfaceTexts(texts.header, texts.captured_through_seq, texts.texts)
+                stored[texts.header.id] = texts
         out = []
         for sid in session_ids:
             live = self._live(sid)  # a session may have come alive while we read

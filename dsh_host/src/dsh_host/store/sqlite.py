@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from dsh_host.errors import DshError
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
+from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
@@ -119,24 +120,6 @@ class StoredTitle:
     title: str
     event_seq: int
     updated_at: int
-
-
-@dataclass(frozen=True)
-class StoredSurfaceTexts:
-    """One consistent observation of a persisted session's surface, as text."""
-
-    header: SessionHeader
-    captured_through_seq: int | None
-    texts: list[SurfaceText]
-
-
-@dataclass(frozen=True)
-class StoredSurface:
-    """One consistent observation of a persisted session's surface."""
-
-    header: SessionHeader
-    captured_through_seq: int | None
-    events: list[dict[str, Any]]
 
 
 def _key(pk: int, seq: int) -> int:
@@ -447,7 +430,7 @@ class SqliteSessionStore:
             raise SessionNotFound(session_id)
         return None if row[0] is None else StoredTitle(_from_text(row[0]), row[1], row[2])
 
-    def read_surface(self, session_id: str) -> StoredSurface:
+    def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
         conn = self._connection()
         conn.execute("BEGIN")
@@ -464,13 +447,13 @@ class SqliteSessionStore:
         finally:
             conn.execute("COMMIT")
         loads = json.loads
-        return StoredSurface(
+        return SurfaceSnapshot(
             header=header_from_row(header_text, session_id),
             captured_through_seq=next_seq - 1 if next_seq else None,
             events=[loads(line) for (line,) in lines],
         )
 
-    def read_surface_texts(self, session_ids: Sequence[str]) -> list[StoredSurfaceTexts]:
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         """Header, last seq and each surface node's `SurfaceText` of several sessions, in order.
 
         One read transaction serves them all, so the sessions are observed at the same instant.
@@ -482,7 +465,7 @@ class SqliteSessionStore:
         finally:
             conn.execute("COMMIT")
 
-    def _surface_texts(self, conn: sqlite3.Connection, session_id: str) -> StoredSurfaceTexts:
+    def _surface_texts(self, conn: sqlite3.Connection, session_id: str) -> SurfaceTexts:
         row = conn.execute(
             "SELECT pk, header, next_seq, raw_surface_text FROM sessions WHERE id = ?", (_id(session_id),)
         ).fetchone()
@@ -497,7 +480,7 @@ class SqliteSessionStore:
             texts = [SurfaceText(kind, *map(_from_text, fields)) for kind, *fields in rows]
         else:
             texts = list(map(SurfaceText._make, rows))
-        return StoredSurfaceTexts(
+        return SurfaceTexts(
             header=header_from_row(header_text, session_id),
             captured_through_seq=next_seq - 1 if next_seq else None,
             texts=texts,
