@@ -8,11 +8,7 @@ session-reference plugin. Waits poll the screen under a deadline.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,59 +16,11 @@ import pytest
 
 from dsh_host.config import load_config
 from dsh_host.host import Host
-
-
-def setup_module() -> None:
-    # A real terminal is the point of this test: .ci/run installs tmux, so its absence is a failure.
-    assert shutil.which("tmux") is not None, "tmux is required for the terminal UI test (apt-get install tmux)"
-
+from tests.terminal import Terminal
 
 DSH = Path(sys.executable).with_name("dsh")
 PROBE_TITLE = "evil\x1b]2;pwned\x07title"
 PROBE_CWD = "/x/\x1b[31mred\x9b"
-
-
-class Terminal:
-    """One tmux server of our own (a private socket), with one window running a command."""
-
-    def __init__(self, command: list[str], *, cwd: Path, env: dict[str, str]) -> None:
-        self.socket = f"dsh-test-{uuid.uuid4().hex[:12]}"
-        environment = [f"{key}={value}" for key, value in env.items()]
-        # A COLUMNS inherited from the test run would override the pane's real width in rich.
-        self._tmux(
-            "new-session", "-d", "-x", "110", "-y", "45", "-c", str(cwd),
-            "env", "-u", "COLUMNS", "-u", "LINES", *environment, *command,
-        )  # fmt: skip
-
-    def _tmux(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True)
-        return done.stdout
-
-    def type(self, text: str) -> None:
-        self._tmux("send-keys", "-l", text)
-
-    def press(self, *keys: str) -> None:
-        self._tmux("send-keys", *keys)
-
-    def screen(self) -> str:
-        """The visible screen and its scrollback."""
-        return self._tmux("capture-pane", "-p", "-S", "-500")
-
-    def title(self) -> str:
-        return self._tmux("display-message", "-p", "#{pane_title}").strip()
-
-    def wait_for(self, text: str, *, count: int = 1) -> str:
-        deadline = time.monotonic() + 30
-        while True:
-            screen = self.screen()
-            if screen.count(text) >= count:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} (x{count}) never appeared; the screen:\n{screen}")
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
 
 
 @pytest.fixture
@@ -102,7 +50,7 @@ def terminal(home: Path, tmp_path: Path) -> Iterator[Terminal]:
         "TERM": "xterm-256color",
         "PATH": os.environ.get("PATH", ""),
     }
-    term = Terminal([str(DSH), "chat", "--session", "evil-session"], cwd=workspace, env=env)
+    term = Terminal([str(DSH), "chat", "--session", "evil-session"], cwd=workspace, env=env, width=110, height=45)
     try:
         yield term
     finally:
@@ -138,11 +86,8 @@ def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     assert r"Referenced sessions · evil\x1b]2;pwned\x07title (evil-session)" in screen
     assert "pwned" not in terminal.title()
 
-    # Ctrl+C twice leaves; the shell's exit shows the window closing.
+    # Ctrl+C twice leaves, with a clean exit status.
     terminal.press("C-c")
     terminal.wait_for("Press Ctrl+C again to exit.")
     terminal.press("C-c")
-    deadline = time.monotonic() + 30
-    while subprocess.run(["tmux", "-L", terminal.socket, "has-session"], capture_output=True).returncode == 0:
-        assert time.monotonic() < deadline, "dsh did not exit"
-        time.sleep(0.05)
+    terminal.wait_for("[dsh exited 0]")
