@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from dsh_host.host import Host
+from tests.dsh_session_reference.hosts import start_host
 
 USER = {"kind": "user"}
 COMPACT = {"kind": "plugin", "plugin": "compact"}
@@ -122,3 +127,17 @@ class LogBuilder:
 @pytest.fixture(scope="session")
 def logs() -> LogBuilder:
     return LogBuilder()
+
+
+@pytest.fixture
+def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
+    """Start hosts mounting session-reference (`make_host(**table)`); all closed at teardown."""
+    hosts: list[Host] = []
+
+    def make(**table: Any) -> Host:
+        hosts.append(start_host(tmp_path, **table))
+        return hosts[-1]
+
+    yield make
+    for host in hosts:
+        host.close()

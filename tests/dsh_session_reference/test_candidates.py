@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.query import SessionRecord
 from dsh_host.session.events import SessionHeader
@@ -38,28 +36,6 @@ D1A_EXPECTED = [
     {"sessionId": "none", "label": "none", "createdAt": 30},
     {"sessionId": "other", "label": "other", "cwd": "/else", "createdAt": 40},
 ]
-
-
-def start_host(home: Path, **table: Any) -> Host:
-    explicit = None
-    if table:
-        explicit = home / "dsh.toml"
-        explicit.write_text("[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()))
-    env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-    return Host.start(load_config(explicit, env=env, cwd=home))
-
-
-@pytest.fixture
-def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
-    hosts: list[Host] = []
-
-    def make(**table: Any) -> Host:
-        hosts.append(start_host(tmp_path, **table))
-        return hosts[-1]
-
-    yield make
-    for host in hosts:
-        host.close()
 
 
 def add_sessions(host: Host, where: str, sessions: list[tuple[str, str | None, int, tuple[str, ...]]]) -> None:

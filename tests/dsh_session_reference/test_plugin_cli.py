@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 
 from dsh_host.cli.main import main
-from dsh_host.config import load_config
-from dsh_host.host import Host
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import SessionReferenceService, format_mention, parse_text
+from tests.dsh_session_reference.hosts import start_host
 
 SOURCE_URI = "dsh-session:InNvdXJjZSI"
 USER = {"kind": "user"}
@@ -43,15 +42,6 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("dsh: error: ")
     return lines[0]
-
-
-def start_host(home: Path, **table: Any) -> Host:
-    explicit = None
-    if table:
-        explicit = home / "table.toml"
-        explicit.write_text("[plugins.session-reference]\n" + "".join(f"{k} = {v}\n" for k, v in table.items()))
-    env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-    return Host.start(load_config(explicit, env=env, cwd=home))
 
 
 def seed(home: Path) -> None:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import PROMPT_DELIMITER, SessionHeader
@@ -58,30 +56,6 @@ P1_META = {
 
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
-
-
-def start_host(home: Path, **table: Any) -> Host:
-    """A host mounting only session-reference, with `[plugins.session-reference]` = `table`."""
-    explicit = None
-    if table:
-        lines = ["[plugins.session-reference]", *(f"{key} = {value}" for key, value in table.items())]
-        explicit = home / "dsh.toml"
-        explicit.write_text("\n".join(lines) + "\n")
-    env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-    return Host.start(load_config(explicit, env=env, cwd=home))
-
-
-@pytest.fixture
-def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
-    hosts: list[Host] = []
-
-    def make(**table: Any) -> Host:
-        hosts.append(start_host(tmp_path, **table))
-        return hosts[-1]
-
-    yield make
-    for host in hosts:
-        host.close()
 
 
 def persist(host: Host, session_id: str, cwd: str | None, build: Callable[[Session], object] = lambda s: None) -> None:
