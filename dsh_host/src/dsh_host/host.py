@@ -51,9 +51,6 @@ class Host:
         """The pluggy hook relay (`host.hook.dsh_agent_post_step(...)`)."""
         return self.pm.hook
 
-    def is_mounted(self, name: str) -> bool:
-        return any(p.name == name for p in self.mounted)
-
     @cached_property
     def data_dir(self) -> Path:
         configured = self.config.host.get("data_dir")

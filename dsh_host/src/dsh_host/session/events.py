@@ -106,10 +106,6 @@ class Event:
             f"surface_op={self.surface_op!r}, source_event_seqs={self.source_event_seqs!r})"
         )
 
-    @property
-    def is_surface(self) -> bool:
-        return self.type in SURFACE_TYPES
-
     def to_json(self) -> dict[str, Any]:
         """The log form of this event (frozen containers inside; serialise or `thaw` it)."""
         out: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}

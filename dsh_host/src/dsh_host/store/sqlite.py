@@ -138,10 +138,6 @@ def _id(session_id: str) -> bytes:
     return session_id.encode("utf-8", "surrogatepass")
 
 
-def _from_id(value: bytes) -> str:
-    return value.decode("utf-8", "surrogatepass")
-
-
 def _text(value: str | None) -> str | bytes | None:
     if value is None or value.isascii() or not _SURROGATE.search(value):
         return value
