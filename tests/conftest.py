@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from dsh_host.config import load_config
@@ -14,6 +15,11 @@ from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
 
 REFERENCE_LOGS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "reference-logs"
+
+# Property tests check properties, not speed: on a loaded 2-core CI machine a per-example
+# deadline or a slow-generation health check would fail them for reasons unrelated to the code.
+settings.register_profile("dsh", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dsh")
 
 
 @pytest.fixture(scope="session")
