@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
-from dsh_host.tui.terminal_text import display_text
+from dsh_host.tui.terminal_text import display_text, inert_json
 
 if TYPE_CHECKING:
     from dsh_host.agent import Agent
@@ -74,7 +73,7 @@ async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bo
     def on_event(_: Session, event: Event) -> None:
         # Model text is untrusted: it reaches the terminal with its control characters inert.
         if as_json:
-            echo(json_line_for_terminal(event.to_line()) + "\n")
+            echo(inert_json(event.to_line()) + "\n")
         elif event.type == "assistant/chunk" and event.data["chunk"].get("type") == "text-delta":
             echo(display_text(event.data["chunk"]["text"]))
 
@@ -97,17 +96,6 @@ async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bo
         message = reason.get("failure", {}).get("message") or reason.get("message", "error")
         raise TurnFailed(f"turn failed: {message}", session)
     return session
-
-
-_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
-
-
-def json_line_for_terminal(line: str) -> str:
-    """A compact JSON line with DEL and C1 controls written as `\\u00XX` (same JSON value).
-
-    JSON escapes C0 controls itself; DEL and C1 (0x9b is an 8-bit CSI) it may leave raw.
-    """
-    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 @click.command()

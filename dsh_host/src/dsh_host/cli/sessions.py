@@ -16,7 +16,7 @@ from dsh_host.query import record_json
 from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
 from dsh_host.session.surface import fold
 from dsh_host.store.sqlite import SessionNotFound, StoreError
-from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
 
 class ImportFailed(DshError):
@@ -42,7 +42,7 @@ def list_(host: Host, as_json: bool) -> None:
     records = asyncio.run(host.services.session_query.list_sessions())
     for record in records:
         if as_json:
-            click.echo(json.dumps(record_json(record), ensure_ascii=False))
+            click.echo(inert_json(json.dumps(record_json(record), ensure_ascii=False)))
         else:
             title = display_inline_text(record.title) if record.title else "(untitled)"
             cwd = display_inline_text(record.cwd) if record.cwd else "(no cwd)"
@@ -68,7 +68,7 @@ def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
         raise DshError(str(exc)) from None
     if as_json:
         for event in events:
-            click.echo(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+            click.echo(inert_json(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
         return
     cwd = display_inline_text(header.cwd) if header.cwd else "(no cwd)"
     click.echo(f"session {display_inline_text(header.id)}  created {iso_time(header.created_at)}  cwd {cwd}")

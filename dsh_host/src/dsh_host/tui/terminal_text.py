@@ -44,3 +44,14 @@ def display_inline_text(text: str) -> str:
 def js_trim(text: str) -> str:
     """`text` trimmed exactly as JavaScript's `String.prototype.trim` would."""
     return text.strip(JS_WHITESPACE)
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
+
+
+def inert_json(line: str) -> str:
+    """JSON text with DEL and C1 controls written as `\\u00XX`: the same value, terminal-safe.
+
+    JSON escapes C0 controls itself, but leaves DEL and C1 raw (0x9b is an 8-bit CSI).
+    """
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
