@@ -392,4 +392,6 @@ def test_ref_preview_text_shows_source_controls_inert(home: Path, capsys: pytest
 
     code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
     assert (code, err) == (0, "")
-    assert out == json.dumps(prepare_directly(home, "target", text), ensure_ascii=False) + "\n"
+    # Exactly what prepare returns, as a JSON value; DEL and C1 written as \u00XX escapes.
+    assert json.loads(out) == prepare_directly(home, "target", text)
+    assert not any(ch in out for ch in "\x9b\x7f")

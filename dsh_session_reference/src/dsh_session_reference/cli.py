@@ -9,6 +9,7 @@ import click
 
 from dsh_host.errors import DshError
 from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
 from dsh_session_reference.mentions import format_mention, parse_text
 from dsh_session_reference.uri import encode_uri
@@ -67,11 +68,11 @@ def parse(text: str, as_json: bool) -> None:
         raise _fail(exc) from None
     refs = [{"sessionId": r.session_id, "label": r.label} for r in parsed.references]
     if as_json:
-        click.echo(json.dumps({"text": parsed.text, "references": refs}, ensure_ascii=False))
+        click.echo(inert_json(json.dumps({"text": parsed.text, "references": refs}, ensure_ascii=False)))
         return
     click.echo(parsed.text)
     for r in refs:
-        session_id, label = (json.dumps(r[key], ensure_ascii=False) for key in ("sessionId", "label"))
+        session_id, label = (inert_json(json.dumps(r[key], ensure_ascii=False)) for key in ("sessionId", "label"))
         click.echo(f"- {session_id} as {label}")
 
 
@@ -95,10 +96,8 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
         raise _fail(exc) from None
     for candidate in found:
         if as_json:
-            click.echo(json.dumps(candidate.to_json(), ensure_ascii=False))
+            click.echo(inert_json(json.dumps(candidate.to_json(), ensure_ascii=False)))
         else:
-            from dsh_host.tui.terminal_text import display_inline_text
-
             cwd = display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)"
             session_id = display_inline_text(candidate.session_id)
             label = display_inline_text(candidate.label)
@@ -124,11 +123,9 @@ def preview(host, target_id: str, text: str, as_json: bool) -> None:
     except SessionReferenceError as exc:
         raise _fail(exc) from None
     if as_json:
-        click.echo(json.dumps(prepared.to_json(), ensure_ascii=False))
+        click.echo(inert_json(json.dumps(prepared.to_json(), ensure_ascii=False)))
         return
     # Source text is untrusted: control characters are shown inert (`\xNN`); --json is exact.
-    from dsh_host.tui.terminal_text import display_text
-
     for block in prepared.content:
         click.echo(f"content: {display_text(block.get('text', ''))}")
     for context in prepared.contexts:
