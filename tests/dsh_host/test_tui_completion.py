@@ -11,7 +11,8 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from dsh_host.tui.completion import MentionCompleter, SessionSource, iso_utc
+from dsh_host.jstext import iso_utc
+from dsh_host.tui.completion import MentionCompleter, SessionSource
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_session_reference import format_mention, parse_text
 

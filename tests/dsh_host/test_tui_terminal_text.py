@@ -7,7 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text, display_text, js_trim
+from dsh_host.jstext import JS_WHITESPACE, js_trim
+from dsh_host.tui.terminal_text import display_inline_text, display_text
 
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
 ESCAPED_PROBE = r"\x1b]2;title\x07\x09\x7f\x9b31m"

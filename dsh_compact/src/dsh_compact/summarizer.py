@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from dsh_compact.config import CompactConfig
 from dsh_compact.errors import SummarizationError
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
+from dsh_host.jstext import js_trim
 from dsh_host.models.assembler import StreamAssembler
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.registry import ResolvedModel
@@ -86,20 +87,8 @@ SUMMARY_OPEN_TAG = "<compacted-summary>"
 SUMMARY_CLOSE_TAG = "</compacted-summary>"
 PURPOSE = "compaction"
 
-# JavaScript's String.prototype.trim whitespace: WhiteSpace (incl. U+FEFF and every Zs
-# character) and LineTerminator. Python's str.strip() differs (it strips \x1c-\x1f and \x85).
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
 ModelResolver = Callable[[ModelTarget], ResolvedModel]
 """Resolves a target to the adapter that serves it (and the pair actually dispatched)."""
-
-
-def js_trim(text: str) -> str:
-    """`text` trimmed as JavaScript's `String.prototype.trim` trims it."""
-    return text.strip(_JS_WHITESPACE)
 
 
 def frame(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

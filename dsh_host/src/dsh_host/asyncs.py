@@ -1,9 +1,13 @@
-"""Helpers for hooks that may return awaitables."""
+"""Async helpers: resolving hook results, and abandoning work when a cancel signal is set."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def resolve(value: Any) -> Any:
@@ -16,3 +20,40 @@ async def resolve(value: Any) -> Any:
 async def resolve_all(values: list[Any]) -> list[Any]:
     """Resolve each result of a non-firstresult hook call, in order."""
     return [await resolve(v) for v in values]
+
+
+async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:
+    """Await `work`, or raise `cancelled()` as soon as `cancel` (an `asyncio.Event`) is set.
+
+    Abandoned work keeps running (a store read or a directory walk in a thread cannot be
+    interrupted); its late outcome is consumed, so it is never reported as unhandled.
+    """
+    future = asyncio.ensure_future(work)
+    if cancel is None:
+        return await future
+    if cancel.is_set():
+        ignore_outcome(future)
+        raise cancelled()
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        # The caller itself was cancelled: the work is abandoned, not cancelled, either way.
+        ignore_outcome(future)
+        raise
+    finally:
+        waiter.cancel()
+    if future.done():
+        return future.result()
+    ignore_outcome(future)
+    raise cancelled()
+
+
+def ignore_outcome(future: asyncio.Future[Any]) -> None:
+    """Consume `future`'s eventual result or error quietly (work nobody waits for any more)."""
+    future.add_done_callback(_consume)
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from dsh_host.jstext import JS_WHITESPACE
 from dsh_host.session.events import display_prompt_content, text_of
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ _ESC2 = re.compile(r"\x1b[@-_]")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _INVISIBLE = re.compile(r"[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
 # JavaScript's \s, which the reference collapses (Python's \s differs at \x1c-\x1f, \x85, \ufeff).
-_JS_SPACE_RUN = re.compile(r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+_JS_SPACE_RUN = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
 
 
 def _check_limit(name: str, value: Any) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from dsh_host.asyncs import abandon_on
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError
 
 T = TypeVar("T")
@@ -22,36 +22,5 @@ def is_set(signal: Any) -> bool:
 
 
 async def race(work: Awaitable[T], signal: Any) -> T:
-    """Await `work`, or raise CANCELLED as soon as `signal` is set.
-
-    The abandoned work keeps running (a store read in a thread cannot be interrupted); its late
-    result or error is consumed quietly.
-    """
-    future = asyncio.ensure_future(work)
-    if signal is None:
-        return await future
-    if signal.is_set():
-        _abandon(future)
-        raise cancelled(signal)
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        # The caller itself was cancelled: the work is abandoned, not cancelled, either way.
-        _abandon(future)
-        raise
-    finally:
-        waiter.cancel()
-    if future.done():
-        return future.result()
-    _abandon(future)
-    raise cancelled(signal)
-
-
-def _abandon(future: asyncio.Future[Any]) -> None:
-    future.add_done_callback(_consume)
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+    """Await `work`, or raise CANCELLED as soon as `signal` is set (the work is abandoned)."""
+    return await abandon_on(signal, work, lambda: cancelled(signal))

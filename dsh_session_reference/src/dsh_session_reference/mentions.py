@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dsh_host.jstext import JS_WHITESPACE
 from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 # Characters JS `.` refuses to match.
 _JS_LINE_TERMINATORS = r"\n\r\u2028\u2029"
 # Exactly the characters JS `\s` matches.
-_JS_WHITESPACE = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_WHITESPACE = re.escape(JS_WHITESPACE)
 
 # Two alternatives tried in this order at each position: an explicit Markdown mention whose
 # URI group takes any run of non-`)` non-whitespace (decoded later, so garbage fails loudly),

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, rank_candidates
@@ -120,7 +121,7 @@ class SessionReferenceService:
                 ErrorCode.READ_FAILED, f"failed to read referenced session: {exc}", exc
             ) from exc
         finally:
-            read.add_done_callback(_consume)
+            ignore_outcome(read)
         if is_set(cancel):
             raise cancelled_error(cancel)
         retained = [
@@ -194,8 +195,3 @@ def _reference_fields(ref: Any) -> tuple[str, str | None]:
 
 
 _INVALID = object()
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 
 from dsh_host.errors import DshError
 from dsh_host.host import Host
+from dsh_host.jstext import iso_utc
 from dsh_host.query import record_json
 from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
 from dsh_host.session.surface import fold
@@ -21,12 +21,6 @@ from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_
 
 class ImportFailed(DshError):
     """A log file that could not be imported (nothing of it was)."""
-
-
-def iso_time(ms: float) -> str:
-    """Epoch milliseconds as ISO-8601 UTC with milliseconds (`1970-01-01T00:00:00.001Z`)."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
 
 
 @click.group()
@@ -46,7 +40,7 @@ def list_(host: Host, as_json: bool) -> None:
         else:
             title = display_inline_text(record.title) if record.title else "(untitled)"
             cwd = display_inline_text(record.cwd) if record.cwd else "(no cwd)"
-            click.echo(f"{display_inline_text(record.id)}  {iso_time(record.created_at)}  {cwd}  {title}")
+            click.echo(f"{display_inline_text(record.id)}  {iso_utc(record.created_at)}  {cwd}  {title}")
 
 
 @sessions.command()
@@ -71,7 +65,7 @@ def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
             click.echo(inert_json(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
         return
     cwd = display_inline_text(header.cwd) if header.cwd else "(no cwd)"
-    click.echo(f"session {display_inline_text(header.id)}  created {iso_time(header.created_at)}  cwd {cwd}")
+    click.echo(f"session {display_inline_text(header.id)}  created {iso_utc(header.created_at)}  cwd {cwd}")
     for event in events:
         click.echo(describe_event(event))
 

@@ -48,11 +48,12 @@ from prompt_toolkit.styles import Style
 from rich.console import Console, RenderableType
 
 from dsh_host.asyncs import resolve
+from dsh_host.jstext import JS_WHITESPACE, iso_utc, js_trim
 from dsh_host.tui import render
-from dsh_host.tui.completion import MentionCompleter, SessionSource, iso_utc
+from dsh_host.tui.completion import MentionCompleter, SessionSource
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.submit import Submitter, mention_syntax
-from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text, display_text, js_trim
+from dsh_host.tui.terminal_text import display_inline_text, display_text
 
 if TYPE_CHECKING:
     from dsh_host.host import Host

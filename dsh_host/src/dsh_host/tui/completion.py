@@ -14,26 +14,24 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from dsh_host.asyncs import abandon_on
+from dsh_host.jstext import JS_WHITESPACE, iso_utc
 from dsh_host.tui.file_search import (
     AtToken,
     FileMatch,
     FileSearchCancelled,
     WorkspaceFileSearch,
-    abandon_on,
     active_at_token,
     format_file_mention,
 )
-from dsh_host.tui.terminal_text import JS_WHITESPACE, display_inline_text
+from dsh_host.tui.terminal_text import display_inline_text
 
 log = logging.getLogger("dsh.tui")
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,9 @@ class MentionCompleter(Completer):
         cancel = self._cancel = asyncio.Event()
         try:
             files, sessions = await abandon_on(
-                cancel, asyncio.gather(self._find_files(token, cancel), self._find_sessions(token, cancel))
+                cancel,
+                asyncio.gather(self._find_files(token, cancel), self._find_sessions(token, cancel)),
+                FileSearchCancelled,
             )
         except FileSearchCancelled:
             files, sessions = [], []
@@ -172,14 +172,4 @@ def _session_completion(token: AtToken, candidate: Any, format_mention: Callable
         start_position=-len(token.prefix),
         display=f"Session · {label}",
         display_meta=" · ".join(parts),
-    )
-
-
-def iso_utc(epoch_ms: float) -> str:
-    """Epoch milliseconds as JavaScript's `Date.toISOString` writes them: `1970-01-01T00:00:00.001Z`."""
-    # JavaScript truncates a fractional time value toward zero.
-    moment = _EPOCH + timedelta(milliseconds=int(epoch_ms))
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
     )

@@ -14,11 +14,12 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from dsh_host.tui.terminal_text import JS_WHITESPACE
+from dsh_host.asyncs import abandon_on, ignore_outcome
+from dsh_host.jstext import JS_WHITESPACE
 
 T = TypeVar("T")
 
@@ -92,31 +93,6 @@ class FileSearchCancelled(Exception):
         super().__init__("file search aborted")
 
 
-async def abandon_on(cancel: asyncio.Event | None, work: Awaitable[T]) -> T:
-    """Await `work`, raising FileSearchCancelled as soon as `cancel` is set.
-
-    Abandoned work keeps running (a directory walk in a thread cannot be interrupted); its late
-    outcome is consumed so it is never reported as unhandled.
-    """
-    future = asyncio.ensure_future(work)
-    if cancel is None:
-        return await future
-    waiter = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    if future.done() and not cancel.is_set():
-        return future.result()
-    future.add_done_callback(_consume)
-    raise FileSearchCancelled
-
-
-def _consume(future: asyncio.Future[object]) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
 @dataclass(frozen=True)
 class FileMatch:
     """A file or directory to offer: `path` is what the mention carries (no trailing `/`)."""
@@ -169,15 +145,17 @@ class WorkspaceFileSearch:
             directory, _, name_query = query.rpartition("/")
             if query.startswith("/"):
                 directory = directory or "/"
-            return await abandon_on(cancel, asyncio.to_thread(self._list_directory, directory, name_query))
-        entries = await abandon_on(cancel, self._ensure_index())
+            return await abandon_on(
+                cancel, asyncio.to_thread(self._list_directory, directory, name_query), FileSearchCancelled
+            )
+        entries = await abandon_on(cancel, self._ensure_index(), FileSearchCancelled)
         return _rank(entries, query, lambda m: m.path)[: self.max_results]
 
     def _ensure_index(self) -> asyncio.Future[list[FileMatch]]:
         if self._index is None:
             self._stop_walk = threading.Event()
             self._index = asyncio.ensure_future(asyncio.to_thread(self._walk, self._stop_walk))
-            self._index.add_done_callback(_consume)
+            ignore_outcome(self._index)
         return self._index
 
     def _list_directory(self, directory: str, name_query: str) -> list[FileMatch]:

@@ -21,8 +21,9 @@ from rich.padding import Padding
 from rich.panel import Panel
 from rich.text import Text
 
+from dsh_host.jstext import js_trim
 from dsh_host.session.events import display_prompt_content
-from dsh_host.tui.terminal_text import display_inline_text, display_text, js_trim
+from dsh_host.tui.terminal_text import display_inline_text, display_text
 
 # A box that draws only a left gutter bar, on every row including the blank top and bottom.
 _GUTTER = Box("▌   \n" * 8)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dsh_host.tui.terminal_text import js_trim
+from dsh_host.jstext import js_trim
 
 log = logging.getLogger("dsh.tui")
 

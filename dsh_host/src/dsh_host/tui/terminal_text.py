@@ -14,14 +14,6 @@ import re
 # control (0x9b alone is a CSI on terminals that honour 8-bit controls).
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-"""The characters JavaScript's `\\s` and `String.prototype.trim` treat as whitespace.
-
-Python's `str.isspace` differs: it also covers `\\x1c`-`\\x1f` and `\\x85` but not U+FEFF.
-"""
-
 
 def _escape(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}"
@@ -39,11 +31,6 @@ def display_text(text: str) -> str:
 def display_inline_text(text: str) -> str:
     """`display_text` for single-line fields: LF is escaped as `\\x0a` too."""
     return display_text(text).replace("\n", "\\x0a")
-
-
-def js_trim(text: str) -> str:
-    """`text` trimmed exactly as JavaScript's `String.prototype.trim` would."""
-    return text.strip(JS_WHITESPACE)
 
 
 _RAW_IN_JSON = re.compile("[\x7f-\x9f]")
