@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -120,6 +120,14 @@ class StoredTitle:
     title: str
     event_seq: int
     updated_at: int
+
+
+def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tuple[Any, ...]:
+    """The named columns of a session's row; SessionNotFound when it is not stored."""
+    row = conn.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    return row
 
 
 def _key(pk: int, seq: int) -> int:
@@ -410,38 +418,22 @@ class SqliteSessionStore:
         return row is not None
 
     def read_header(self, session_id: str) -> SessionHeader:
-        conn = self._connection()
-        row = conn.execute("SELECT header FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
-        if row is None:
-            raise SessionNotFound(session_id)
-        return header_from_row(row[0], session_id)
+        (header_text,) = _session_row(self._connection(), session_id, "header")
+        return header_from_row(header_text, session_id)
 
     def read_title(self, session_id: str) -> StoredTitle | None:
-        row = (
-            self._connection()
-            .execute("SELECT title, title_seq, title_time FROM sessions WHERE id = ?", (_id(session_id),))
-            .fetchone()
-        )
-        if row is None:
-            raise SessionNotFound(session_id)
-        return None if row[0] is None else StoredTitle(_from_text(row[0]), row[1], row[2])
+        title, seq, time = _session_row(self._connection(), session_id, "title, title_seq, title_time")
+        return None if title is None else StoredTitle(_from_text(title), seq, time)
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
-        conn = self._connection()
-        conn.execute("BEGIN")
-        try:
-            row = conn.execute("SELECT pk, header, next_seq FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            pk, header_text, next_seq = row
+        with self._read() as conn:
+            pk, header_text, next_seq = _session_row(conn, session_id, "pk, header, next_seq")
             lines = conn.execute(
                 "SELECT e.line FROM surface AS s JOIN events AS e ON e.key = (s.session_pk << 32) | s.seq "
                 "WHERE s.session_pk = ? ORDER BY s.ord",
                 (pk,),
             ).fetchall()
-        finally:
-            conn.execute("COMMIT")
         loads = json.loads
         return SurfaceSnapshot(
             header=header_from_row(header_text, session_id),
@@ -454,20 +446,11 @@ class SqliteSessionStore:
 
         One read transaction serves them all, so the sessions are observed at the same instant.
         """
-        conn = self._connection()
-        conn.execute("BEGIN")
-        try:
+        with self._read() as conn:
             return [self._surface_texts(conn, session_id) for session_id in session_ids]
-        finally:
-            conn.execute("COMMIT")
 
     def _surface_texts(self, conn: sqlite3.Connection, session_id: str) -> SurfaceTexts:
-        row = conn.execute(
-            "SELECT pk, header, next_seq, raw_surface_text FROM sessions WHERE id = ?", (_id(session_id),)
-        ).fetchone()
-        if row is None:
-            raise SessionNotFound(session_id)
-        pk, header_text, next_seq, raw_text = row
+        pk, header_text, next_seq, raw_text = _session_row(conn, session_id, "pk, header, next_seq, raw_surface_text")
         rows = conn.execute(
             "SELECT type, source_kind, source_plugin, text FROM surface WHERE session_pk = ? ORDER BY ord", (pk,)
         ).fetchall()
@@ -484,20 +467,23 @@ class SqliteSessionStore:
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         """The header and every event line of a session, in seq order, in one read transaction."""
-        conn = self._connection()
-        conn.execute("BEGIN")
-        try:
-            row = conn.execute("SELECT pk, header FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            pk, header_text = row
+        with self._read() as conn:
+            pk, header_text = _session_row(conn, session_id, "pk, header")
             lines = conn.execute(
                 "SELECT line FROM events WHERE key BETWEEN ? AND ? ORDER BY key",
                 (_key(pk, 0), _key(pk, (1 << _SEQ_BITS) - 1)),
             ).fetchall()
+        return header_from_row(header_text, session_id), [line for (line,) in lines]
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction on this thread's connection: reads inside see one snapshot."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            yield conn
         finally:
             conn.execute("COMMIT")
-        return header_from_row(header_text, session_id), [line for (line,) in lines]
 
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         header, lines = self.read_lines(session_id)
