@@ -27,6 +27,29 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"dsh {__version__}"
 
 
+def test_global_options_are_read_once_before_the_command(capsys, tmp_path):
+    (tmp_path / "chosen.toml").write_text('[host]\nplugins = ["retention"]\n')
+    assert main(["--debug", "--config", str(tmp_path / "chosen.toml"), "config", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["file"] == str(tmp_path / "chosen.toml")
+    assert main([f"--config={tmp_path / 'chosen.toml'}", "--debug", "plugins", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mounted"] == ["retention"]
+
+
+def test_global_options_are_listed_in_help_and_not_as_group_options(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--config PATH  Read this configuration file." in out
+    assert "--debug        Print tracebacks on errors." in out
+    assert "--version      Print the version and exit." in out
+    options = out.split("Options:", 1)[1].split("Commands:", 1)[0]
+    assert options.split() == ["-h,", "--help", "Show", "this", "message", "and", "exit."]
+
+
+def test_config_without_a_path_is_a_usage_error(capsys):
+    assert main(["--config"]) == 2
+    assert capsys.readouterr().err == "dsh: error: Option '--config' requires an argument.\n"
+
+
 def test_plugins_json_lists_installed_and_mounted(capsys, monkeypatch):
     monkeypatch.setenv("DSH_LOAD_PLUGINS", "retention,compact")
     assert main(["plugins", "--json"]) == 0

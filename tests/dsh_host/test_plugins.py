@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import textwrap
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from dsh_host import ConfigError, hookimpl
 from dsh_host.agent.decisions import Allow, Block
 from dsh_host.asyncs import resolve
+from dsh_host.cli.main import main
 from dsh_host.config import load_config
 from dsh_host.errors import PluginError
 from dsh_host.host import Host
@@ -33,6 +35,7 @@ def fake_plugins(tmp_path, monkeypatch):
     (root / "fakeplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n")
     (root / "fakeplug-0.1.dist-info" / "entry_points.txt").write_text(
         "[dsh]\nrecorder = fakeplug_recorder\nbroken-import = fakeplug_broken\nbroken-mount = fakeplug_badmount\n"
+        "broken-unmount = fakeplug_badunmount\n"
     )
     (root / "fakeplug_recorder.py").write_text(
         textwrap.dedent(
@@ -64,11 +67,23 @@ def fake_plugins(tmp_path, monkeypatch):
             """
         )
     )
+    (root / "fakeplug_badunmount.py").write_text(
+        textwrap.dedent(
+            """
+            from dsh_host import hookimpl
+
+            @hookimpl
+            def dsh_unmount(host):
+                raise ValueError("boom at unmount")
+            """
+        )
+    )
+    modules = ("fakeplug_recorder", "fakeplug_broken", "fakeplug_badmount", "fakeplug_badunmount")
     monkeypatch.syspath_prepend(str(root))
-    for name in ("fakeplug_recorder", "fakeplug_broken", "fakeplug_badmount"):
+    for name in modules:
         sys.modules.pop(name, None)
     yield root
-    for name in ("fakeplug_recorder", "fakeplug_broken", "fakeplug_badmount"):
+    for name in modules:
         sys.modules.pop(name, None)
 
 
@@ -123,6 +138,32 @@ def test_mount_failure_rolls_back_earlier_plugins(tmp_path, fake_plugins):
     import fakeplug_recorder
 
     assert fakeplug_recorder.CALLS == [("mount", {}), ("unmount",)]
+
+
+def test_a_failing_unmount_is_a_logged_warning_and_the_others_still_unmount(tmp_path, fake_plugins, caplog, capsys):
+    host = start(tmp_path, "recorder,broken-unmount")
+    import fakeplug_recorder
+
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        host.close()
+
+    assert fakeplug_recorder.CALLS[-1] == ("unmount",)
+    [record] = caplog.records
+    assert (record.name, record.levelname) == ("dsh.plugins", "WARNING")
+    assert record.getMessage() == "plugin 'broken-unmount' failed to unmount"
+    assert isinstance(record.exc_info[1], ValueError)
+    assert capsys.readouterr() == ("", "")  # through logging only: library code prints nothing
+
+
+def test_the_command_line_shows_an_unmount_warning_as_one_line(tmp_path, fake_plugins, monkeypatch, capsys):
+    (tmp_path / "dsh.toml").write_text("")
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "broken-unmount")
+
+    assert main(["--config", str(tmp_path / "dsh.toml"), "plugins"]) == 0
+
+    err = capsys.readouterr().err
+    assert err == "dsh: warning: plugin 'broken-unmount' failed to unmount: ValueError: boom at unmount\n"
 
 
 @pytest.mark.parametrize("value", ["4", "0", "true", "1.5", '"3"'])

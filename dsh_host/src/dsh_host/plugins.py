@@ -8,7 +8,7 @@ either mounts every named plugin or none.
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from dsh_host.host import Host
 
 GROUP = "dsh"
+
+log = logging.getLogger("dsh.plugins")
 
 
 @dataclass(frozen=True)
@@ -141,18 +143,15 @@ def mount_all(host: Host, names: list[str], modules: Mapping[str, Any]) -> list[
     return records
 
 
-def unmount_all(host: Host, mounted: list[tuple[str, Any]]) -> list[str]:
-    """Unmount in reverse order; returns the error lines of plugins whose unmount raised."""
-    errors: list[str] = []
+def unmount_all(host: Host, mounted: list[tuple[str, Any]]) -> None:
+    """Unmount in reverse order; a plugin whose unmount raises is logged as a warning (`dsh.plugins`)."""
     pm = host.pm
     for name, module in reversed(mounted):
         others = [p for p in pm.get_plugins() if p is not module]
         try:
             pm.subset_hook_caller("dsh_unmount", remove_plugins=others)(host=host)
-        except Exception as exc:  # noqa: BLE001 - unmounting continues for the other plugins
-            errors.append(f"plugin {name!r} failed to unmount: {type(exc).__name__}: {exc}")
-            print(f"dsh: warning: {errors[-1]}", file=sys.stderr)
+        except Exception as exc:  # unmounting continues for the other plugins
+            log.warning("plugin %r failed to unmount", name, exc_info=exc)
         host.services.unregister_owned_by(name)
         if pm.is_registered(module):
             pm.unregister(module)
-    return errors

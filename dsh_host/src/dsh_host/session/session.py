@@ -14,7 +14,7 @@ from dsh_host.session.messages import derive_event_message
 from dsh_host.session.request_header import canonical_header
 from dsh_host.session.surface import Surface, SurfaceError, plan
 
-log = logging.getLogger("dsh")
+log = logging.getLogger("dsh.session")
 
 _LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
 
