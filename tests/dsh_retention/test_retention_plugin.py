@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pluggy
 import pytest
 
+from dsh_host import ConfigError
 from dsh_retention import plugin
 
 hookspec = pluggy.HookspecMarker("dsh")
@@ -41,12 +45,18 @@ def test_mount_registers_the_retention_service() -> None:
     assert retainer.finish().text == "ab"
 
 
-def test_mount_rejects_any_key() -> None:
+def test_mount_rejects_any_key_as_a_config_error() -> None:
     host = FakeHost()
 
-    with pytest.raises(ValueError, match=r"^\[plugins.retention\] unknown key 'max_bytes'$"):
+    with pytest.raises(ConfigError, match=r"^\[plugins.retention\] unknown key 'max_bytes'$"):
         plugin.dsh_mount(host=host, config={"max_bytes": 10})
     assert host.services.registered == {}
+
+
+def test_the_plugin_module_imports_without_the_host() -> None:
+    # Only the hook needs dsh_host (for ConfigError), so importing the entry point loads none of it.
+    code = "import sys, dsh_retention.plugin; assert 'dsh_host' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_pluggy_finds_the_mount_hook() -> None:

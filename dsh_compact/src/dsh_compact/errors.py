@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh_host.errors import DshError
+from dsh_host import DshError
 
 
 class CompactionError(DshError):
@@ -13,5 +13,4 @@ class SummarizationError(CompactionError):
     """The summarizer produced no usable checkpoint; `code` is the model failure's code, if any."""
 
     def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)

@@ -8,11 +8,12 @@ The balance counts pairs rather than matching call ids, as the reference does.
 
 from __future__ import annotations
 
+from dsh_host import DshError
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
 
 
-class ToolPairingError(ValueError):
+class ToolPairingError(DshError, ValueError):
     """The surface (or the seq asked about) does not allow a balance answer."""
 
 

@@ -2,7 +2,24 @@
 
 from dsh_host.errors import ConfigError, DshError, PluginError
 from dsh_host.hookspecs import hookimpl, hookspec
+from dsh_host.models.base import ModelFailure
+from dsh_host.session.events import InvalidEvent
+from dsh_host.session.jsonl import InvalidLog
+from dsh_host.session.lossless import NotLosslessJson
+from dsh_host.session.surface import SurfaceError
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "DshError", "PluginError", "__version__", "hookimpl", "hookspec"]
+__all__ = [
+    "ConfigError",
+    "DshError",
+    "InvalidEvent",
+    "InvalidLog",
+    "ModelFailure",
+    "NotLosslessJson",
+    "PluginError",
+    "SurfaceError",
+    "__version__",
+    "hookimpl",
+    "hookspec",
+]

@@ -1,7 +1,7 @@
 """The `retention` plugin: mounts the retention library as the host service `retention`.
 
 A host imports this module through the `dsh` entry point; `import dsh_retention` alone never
-needs pluggy.
+needs pluggy or the host.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ class _Host(Protocol):
 
 @hookimpl
 def dsh_mount(host: _Host, config: Mapping[str, object]) -> None:
-    """Register the `retention` service; the plugin takes no settings, so any key is an error."""
+    """Register the `retention` service; the plugin takes no settings, so any key is a `ConfigError`."""
     if config:
+        # Imported here, not at the top: the dependency runs from the host to this package, and
+        # only a running host calls this hook, so dsh_host is already imported when it does.
+        from dsh_host import ConfigError
+
         key = next(iter(config))
-        raise ValueError(f"[plugins.retention] unknown key {key!r}")
+        raise ConfigError(f"[plugins.retention] unknown key {key!r}")
     host.services.register("retention", RetentionService())

@@ -1,8 +1,10 @@
-"""The one exception type of session references, its stable codes, and error-chain rendering."""
+"""The one exception type of session references (a `DshError`), its stable codes, and error-chain rendering."""
 
 from __future__ import annotations
 
 from typing import Final
+
+from dsh_host import DshError
 
 
 class ErrorCode:
@@ -20,7 +22,7 @@ class ErrorCode:
 ERROR_CODES: Final = frozenset(value for name, value in vars(ErrorCode).items() if not name.startswith("_"))
 
 
-class SessionReferenceError(Exception):
+class SessionReferenceError(DshError):
     """A session-reference failure with a stable ``code``.
 
     ``cause`` is kept as given (the reference allows a non-exception value there, such as a
@@ -31,8 +33,7 @@ class SessionReferenceError(Exception):
     def __init__(self, code: str, message: str, cause: object = None) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown session-reference error code {code!r}")
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
         self.message = message
         self.cause = cause
         if isinstance(cause, BaseException):

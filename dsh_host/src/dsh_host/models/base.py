@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dsh_host.errors import DshError
+
 JsonDict = dict[str, Any]
 
 
@@ -52,7 +54,7 @@ class ModelRequest:
     signal: asyncio.Event | None = field(default=None, compare=False)
 
 
-class ModelFailure(Exception):
+class ModelFailure(DshError):
     """A failed model call, normalised: `code` is stable (`RATE_LIMIT`, `SERVER_ERROR`, ...)."""
 
     def __init__(
@@ -64,9 +66,8 @@ class ModelFailure(Exception):
         retry_after_ms: float | None = None,
         request_id: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, code=code)
         self.message = message
-        self.code = code
         self.status = status
         self.retry_after_ms = retry_after_ms
         self.request_id = request_id

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, NamedTuple
 
+from dsh_host.errors import DshError
 from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
@@ -28,7 +29,7 @@ PROMPT_DELIMITER = "\n\n## My request:\n"
 _UNPARSED: Any = object()
 
 
-class InvalidEvent(ValueError):
+class InvalidEvent(DshError, ValueError):
     """An event or header that does not satisfy the envelope rules."""
 
 

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh_host.errors import DshError
 from dsh_host.session.events import Event, InvalidEvent, SessionHeader, event_from_json, header_from_json
 from dsh_host.session.surface import Surface, SurfaceError, plan
 
 
-class InvalidLog(ValueError):
+class InvalidLog(DshError, ValueError):
     """A JSONL log that cannot be imported; the message names the file and line."""
 
 

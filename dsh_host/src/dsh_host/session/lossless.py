@@ -16,6 +16,8 @@ import json
 import math
 from typing import Any
 
+from dsh_host.errors import DshError
+
 
 def _encoder() -> Any:
     """Compact, non-ASCII-escaping, NaN-refusing JSON encoding, built once.
@@ -45,7 +47,7 @@ _dumps = _encoder()
 _scan = json.JSONDecoder().scan_once
 
 
-class NotLosslessJson(TypeError):
+class NotLosslessJson(DshError, TypeError):
     """The value is not losslessly JSON-serialisable."""
 
 

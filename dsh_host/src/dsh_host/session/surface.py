@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh_host.errors import DshError
 from dsh_host.session.events import NULL_MARKER, SURFACE_TYPES, Event, is_safe_int
 
 
-class SurfaceError(ValueError):
+class SurfaceError(DshError, ValueError):
     """An event that would make the surface inconsistent."""
 
 
