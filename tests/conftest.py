@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
+from tests.log_check import violations_under
 
 REFERENCE_LOGS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "reference-logs"
 
@@ -20,6 +21,30 @@ REFERENCE_LOGS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "fi
 # deadline or a slow-generation health check would fail them for reasons unrelated to the code.
 settings.register_profile("dsh", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("dsh")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "foreign_logs: the test stores logs dsh did not write (reference logs, broken logs built on purpose); "
+        "the log check at teardown skips it",
+    )
+
+
+@pytest.fixture(autouse=True)
+def check_written_logs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test whose hosts left a log that breaks a log invariant (`tests/log_check.py`).
+
+    Only tests that use `tmp_path` can have written a store, so no other test pays for the check.
+    """
+    if "tmp_path" not in request.fixturenames or request.node.get_closest_marker("foreign_logs"):
+        yield
+        return
+    root = request.getfixturevalue("tmp_path")  # set up now, so it is torn down after this check
+    yield
+    violations = violations_under(root)
+    if violations:
+        pytest.fail("logs written by this test break log invariants:\n" + "\n".join(violations), pytrace=False)
 
 
 @pytest.fixture(scope="session")

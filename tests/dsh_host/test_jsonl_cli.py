@@ -12,6 +12,9 @@ from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.jsonl import InvalidLog, parse_log, read_log_file
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 HEADER = {
     "type": "session",
     "version": 0,

@@ -9,6 +9,9 @@ from dsh_host.session.events import SurfaceText, surface_text
 from dsh_host.session.jsonl import read_log_file
 from dsh_host.store.sqlite import SessionNotFound
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 
 def test_surface_text_of_prompts_uses_the_display_content():
     baked = {

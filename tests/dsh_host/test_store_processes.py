@@ -134,6 +134,7 @@ def _last_turn_start(events) -> int:
     return max(i for i, e in enumerate(events) if e.type == "turn/start")
 
 
+@pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
 def test_two_writers_and_a_reader_at_once(tmp_path):
     home = tmp_path / "home"
     with start_host(home) as host:

@@ -21,6 +21,9 @@ from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
 from dsh_host.store.sqlite import SessionNotFound, SqliteSessionStore, StoreError
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 USER = {"kind": "user"}
 PROVENANCE = {"provider": "scripted", "model": "scripted-1"}
 

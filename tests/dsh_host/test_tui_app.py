@@ -510,6 +510,7 @@ async def test_plugins_add_slash_commands(bare_host, workspace):
         assert chat.agent.sent == []
 
 
+@pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
 async def test_new_sessions_and_resume(bare_host, workspace):
     old = bare_host.sessions.create(str(workspace), "old-session", created_at=1)
     old.append("user/message", user_text("an old question"), surface_op="append")
@@ -560,6 +561,7 @@ async def test_a_real_turn_with_a_session_reference(ref_host, workspace):
     assert chat.ui.agent.status == "disposed"
 
 
+@pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
 async def test_open_session_continues_the_newest_session_of_this_directory(bare_host, workspace, tmp_path):
     older = bare_host.sessions.create(str(workspace), "older", created_at=1)
     newer = bare_host.sessions.create(str(workspace), "newer", created_at=2)

@@ -57,6 +57,7 @@ def terminal(home: Path, tmp_path: Path) -> Iterator[Terminal]:
         term.close()
 
 
+@pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
 def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     # Resuming prints the stored conversation, controls as inert text.
     screen = terminal.wait_for("features: fs-read, session-reference")

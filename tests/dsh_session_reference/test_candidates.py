@@ -22,6 +22,9 @@ from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
 from dsh_session_reference.candidates import rank_candidates
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 # id, cwd, createdAt, titles (oldest first)
 D1_SESSIONS: list[tuple[str, str | None, int, tuple[str, ...]]] = [
     ("target", "/same", 10, ()),

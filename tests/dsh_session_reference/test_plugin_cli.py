@@ -15,6 +15,9 @@ from dsh_host.session.session import Session
 from dsh_session_reference import SessionReferenceService, format_mention, parse_text
 from tests.dsh_session_reference.hosts import start_host
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 SOURCE_URI = "dsh-session:InNvdXJjZSI"
 USER = {"kind": "user"}
 

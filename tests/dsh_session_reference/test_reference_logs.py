@@ -22,6 +22,9 @@ from dsh_host.session.jsonl import ParsedLog, read_log_file
 from dsh_host.session.surface import fold
 from dsh_session_reference import SessionReferenceService, tag_safe_json
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 LOGS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "reference-logs"
 LOG_PATHS = sorted(LOGS_DIR.glob("*.jsonl"))
 PREFIX_END = "<referenced-sessions>\n"

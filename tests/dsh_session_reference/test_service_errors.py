@@ -24,6 +24,9 @@ from dsh_session_reference import (
     render_error_chain,
 )
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 USER = {"kind": "user"}
 TARGET = SessionHeader(id="target", created_at=0, cwd="/target")
 CANCELLED_MESSAGE = "session reference preparation was cancelled"

@@ -21,6 +21,9 @@ from dsh_host.session.events import PROMPT_DELIMITER, SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService, tag_safe_json
 
+# Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
 if TYPE_CHECKING:
     from conftest import LogBuilder
 

@@ -102,6 +102,7 @@ def terminal(tmp_path: Path, workspace: Path) -> Iterator[Terminal]:
         term.close()
 
 
+@pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
 def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None:
     screen = terminal.wait_for("features: fs-read, retention, compact, session-reference")
     assert "scripted model (no API key)" in screen

@@ -2,7 +2,8 @@
 
 Mounting validates `[plugins.compact]`, registers the `compact` service, and registers the
 automatic triggers as a separate plugin object (only when `auto` is true), so a host with
-`auto = false` never runs them. The plugin also adds `dsh compact SESSION_ID` and `/compact`.
+`auto = false` never runs them. The plugin also adds `dsh compact SESSION_ID`, `/compact`, and
+the compaction bracket's rules to `dsh sessions check`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_compact.cli import compact_command, compact_slash_command
 from dsh_compact.config import load_compact_config
+from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import ModelSummarizer
@@ -89,3 +91,9 @@ def dsh_register_commands(cli: Any) -> None:
 def dsh_register_slash_commands(register: Any) -> None:
     """Add `/compact [RETAIN_TOKENS]` for the session of the terminal UI."""
     register("compact", "Compact the conversation now, keeping [RETAIN_TOKENS]", compact_slash_command)
+
+
+@hookimpl
+def dsh_log_invariants() -> tuple[Any, ...]:
+    """The compaction bracket's rules (`dsh_compact.invariant`)."""
+    return (check_compactions,)

@@ -132,3 +132,18 @@ def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, s
     and counts as `"fail"`. Abstaining must be synchronous: an awaitable result ends the
     chain, so an implementation that needs to await returns its final decision itself.
     """
+
+
+# Log invariants (the log check of `dsh sessions check`)
+
+
+@hookspec
+def dsh_log_invariants():
+    """Contribute the rules of this plugin's own event types to the log check.
+
+    Called by `dsh sessions check` on every mounted plugin, each time it checks logs. Returns an
+    iterable of `dsh_host.LogInvariant`s: pure functions `invariant(header, events)` that yield a
+    `dsh_host.Violation(seq, rule, message)` for each broken rule, run after the host's own rules
+    (`dsh_host.check_log`). A plugin checks only the event types it owns; a log without them
+    passes. The results of all plugins are combined.
+    """

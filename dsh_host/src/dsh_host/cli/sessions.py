@@ -13,6 +13,7 @@ from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.jstext import iso_utc
 from dsh_host.query import record_json
+from dsh_host.session.check import Violation, check_log
 from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
 from dsh_host.session.surface import fold
 from dsh_host.store.sqlite import SessionNotFound, StoreError
@@ -21,6 +22,10 @@ from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_
 
 class ImportFailed(DshError):
     """A log file that could not be imported (nothing of it was)."""
+
+
+class LogViolations(DshError):
+    """Stored logs that break a log invariant (each violation was printed)."""
 
 
 @click.group()
@@ -143,3 +148,39 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
         click.echo(f"imported {display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
     if failures:
         raise ImportFailed(f"{failures} of {len(files)} file(s) not imported")
+
+
+@sessions.command()
+@click.argument("session_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print violations as JSON lines.")
+@click.pass_obj
+def check(host: Host, session_id: str | None, as_json: bool) -> None:
+    """Check stored logs against the log invariants (every session when none is named).
+
+    Prints one line per violation: the session, the event's seq (`-` for the header), the rule
+    and what broke; exits 1 when there is any. The mounted plugins add the rules of their own
+    event types (`dsh_log_invariants`).
+    """
+    invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
+    ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
+    violations = broken = 0
+    for sid in ids:
+        try:
+            header, events = host.store.read_events(sid)
+        except SessionNotFound as exc:
+            raise DshError(str(exc)) from None
+        found = check_log(header, events, invariants)
+        broken += bool(found)
+        violations += len(found)
+        for violation in found:
+            click.echo(_violation_line(sid, violation, as_json))
+    if violations:
+        raise LogViolations(f"{violations} violation(s) in {broken} of {len(ids)} session(s)")
+
+
+def _violation_line(session_id: str, violation: Violation, as_json: bool) -> str:
+    if as_json:
+        record = {"session": session_id, "seq": violation.seq, "rule": violation.rule, "message": violation.message}
+        return inert_json(json.dumps(record, ensure_ascii=False))
+    seq = "-" if violation.seq is None else str(violation.seq)
+    return f"{display_inline_text(session_id)}  seq {seq}  {violation.rule}  {display_inline_text(violation.message)}"

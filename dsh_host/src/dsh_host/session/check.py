@@ -1,0 +1,242 @@
+"""Log invariants: a pure check of a whole session log, reporting every violation it finds.
+
+`check_log(header, events)` folds the log once per rule family and returns each violation with
+the seq of the event that broke the rule (None for the header) and the rule's name:
+
+- `seq`: seqs are contiguous from 0.
+- `surface`: the surface fold of `spec/session-core.md` section 2 (markers, replace ranges,
+  provenance, tool-result rewrites). An event that fails it is folded as if it were log-only,
+  so later events are checked against the surface the log really has.
+- `shape`: the current-shape rules a seeded log must satisfy (section 1.2): no legacy
+  vocabulary, a routed provider and model on every `request/header` and `assistant/message`,
+  an `aborted` turn end with nothing but its kind.
+- `turn-nesting`, `step-scope`, `tool-pairing`, `turn-enclosure`: the session invariant
+  companion (section 1.6). Turns are consecutive from 1 and never overlap, steps likewise within
+  a turn; chunks, assistant messages, tool calls and appended tool results name the open turn
+  and step; an appended `tool/result` answers a `tool/call` of its step (unless it is the
+  synthetic `TOOL_NOT_STARTED` result of crash repair); a content-rewrite `tool/result` only
+  needs an open turn; every other event lies inside an open turn.
+- `fork-seed`: a forked session's seed (`seedLength` events) ends at a `turn/end` (section 4).
+
+Plugins own the rules of their own event types: they contribute `LogInvariant`s through the
+`dsh_log_invariants` hook, and `check_log` runs them after the built-in ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_host.jstext import js_string
+from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader
+from dsh_host.session.surface import Surface, SurfaceError, plan
+
+TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+
+_PRE_PROVIDER = " (a pre-provider shape: seeding the log for resume or fork rejects it)"
+_STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call"})
+_TURN_BOUNDARIES = frozenset({"turn/start", "turn/end", "step/start", "step/end", "tool/result"})
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken log invariant: the event's seq (None for the header), the rule, and what broke."""
+
+    seq: int | None
+    rule: str
+    message: str
+
+
+LogInvariant = Callable[[SessionHeader, Sequence[Event]], Iterable[Violation]]
+"""A rule family over a whole log: `invariant(header, events)` yields the violations it finds."""
+
+
+def check_log(
+    header: SessionHeader, events: Sequence[Event], invariants: Iterable[LogInvariant] = ()
+) -> tuple[Violation, ...]:
+    """Every violation of the built-in rules and of `invariants`, ordered by seq (header first)."""
+    found: list[Violation] = []
+    for invariant in (*BUILTIN_INVARIANTS, *invariants):
+        found.extend(invariant(header, events))
+    return tuple(sorted(found, key=lambda v: -1 if v.seq is None else v.seq))
+
+
+def data_field(event: Event, key: str) -> Any:
+    """`event.data[key]`, or None when the data is not an object or lacks the key."""
+    data = event.data
+    return data.get(key) if isinstance(data, Mapping) else None
+
+
+def check_seqs(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
+    """`seq`: each event's seq is its index in the log."""
+    for index, event in enumerate(events):
+        if event.seq != index:
+            yield Violation(event.seq, "seq", f"session event seq {event.seq} is not contiguous; expected {index}")
+
+
+def check_surface(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
+    """`surface`: the surface fold accepts every event."""
+    surface = Surface()
+    folded: dict[int, Event] = {}
+    for event in events:
+        if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
+            continue  # a plain log-only event (most of a log): nothing to fold
+        try:
+            transition = plan(event, surface.nodes, folded.__getitem__)
+        except SurfaceError as exc:
+            yield Violation(event.seq, "surface", str(exc))
+            continue
+        folded[event.seq] = event
+        surface.apply(transition)
+
+
+def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
+    """`shape`: no legacy vocabulary, and the current shapes a seeded log must have."""
+    for event in events:
+        kind = event.type
+        if kind in ("request/header-delta", "mode/set"):
+            yield Violation(event.seq, "shape", f"legacy event type {kind!r} is not supported")
+        elif kind == "request/header":
+            if data_field(event, "reason") == "fallback":
+                yield Violation(event.seq, "shape", "legacy request/header reason 'fallback' is not supported")
+            header_data = data_field(event, "header")
+            config = header_data.get("config") if isinstance(header_data, Mapping) else None
+            if not _routed(config):
+                yield Violation(
+                    event.seq, "shape", f"request/header config lacks a non-empty provider/model{_PRE_PROVIDER}"
+                )
+        elif kind == "assistant/message":
+            if not _routed(data_field(event, "provenance")):
+                yield Violation(
+                    event.seq, "shape", f"assistant/message provenance lacks a non-empty provider/model{_PRE_PROVIDER}"
+                )
+        elif kind == "turn/end":
+            reason = data_field(event, "reason")
+            if isinstance(reason, Mapping) and reason.get("kind") == "aborted" and set(reason) != {"kind"}:
+                yield Violation(
+                    event.seq, "shape", f"turn/end reason 'aborted' carries more than its kind{_PRE_PROVIDER}"
+                )
+
+
+def _routed(config: Any) -> bool:
+    if not isinstance(config, Mapping):
+        return False
+    provider, model = config.get("provider"), config.get("model")
+    return isinstance(provider, str) and bool(provider) and isinstance(model, str) and bool(model)
+
+
+def check_turns(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
+    """`turn-nesting`, `step-scope`, `tool-pairing` and `turn-enclosure` (the nesting companion)."""
+    open_turn: Any = None
+    open_step: Any = None
+    next_turn, next_step = 1, 1
+    pending_calls: set[Any] = set()
+    for event in events:
+        kind, seq = event.type, event.seq
+        if kind not in _STEP_SCOPED and kind not in _TURN_BOUNDARIES:
+            if open_turn is None:
+                yield Violation(
+                    seq,
+                    "turn-enclosure",
+                    f"{kind} appended outside any open turn (every event must be turn-enclosed)",
+                )
+            continue
+        turn, step = data_field(event, "turn"), data_field(event, "step")
+        if kind == "turn/start":
+            if open_turn is not None:
+                yield Violation(
+                    seq, "turn-nesting", f"turn/start {js_string(turn)} while turn {js_string(open_turn)} is still open"
+                )
+            if not _same(turn, next_turn):
+                yield Violation(
+                    seq, "turn-nesting", f"turn/start expected turn {js_string(next_turn)}, got {js_string(turn)}"
+                )
+            open_turn, next_step = turn, 1
+        elif kind == "turn/end":
+            if open_turn is None or not _same(turn, open_turn):
+                yield Violation(
+                    seq, "turn-nesting", f"turn/end {js_string(turn)} does not match open turn {js_string(open_turn)}"
+                )
+            if open_step is not None:
+                yield Violation(
+                    seq, "turn-nesting", f"turn/end {js_string(turn)} while step {js_string(open_step)} is still open"
+                )
+            open_turn = None
+            next_turn += 1
+        elif kind == "step/start":
+            if open_turn is None or not _same(turn, open_turn):
+                yield Violation(
+                    seq, "turn-nesting", f"step/start in turn {js_string(turn)} but open turn is {js_string(open_turn)}"
+                )
+            if open_step is not None:
+                yield Violation(
+                    seq, "turn-nesting", f"step/start {js_string(step)} while step {js_string(open_step)} is still open"
+                )
+            if not _same(step, next_step):
+                yield Violation(
+                    seq,
+                    "turn-nesting",
+                    f"step/start expected step {js_string(next_step)} in turn {js_string(turn)}, got {js_string(step)}",
+                )
+            open_step = step
+        elif kind == "step/end":
+            yield from _open_step(event, turn, step, open_turn, open_step)
+            pending_calls.clear()
+            open_step = None
+            next_step += 1
+        elif kind == "tool/result" and event.surface_op != "append":
+            # A content rewrite (a prune) is turn work that cites the result it replaces; it is
+            # not a second execution of the call.
+            if open_turn is None:
+                yield Violation(seq, "turn-enclosure", "tool/result surface replacement appended outside any open turn")
+        elif kind == "tool/result":
+            yield from _open_step(event, turn, step, open_turn, open_step)
+            call_id = data_field(event, "callId")
+            error = data_field(event, "error")
+            not_started = data_field(event, "isError") is True and (
+                isinstance(error, Mapping) and error.get("code") == TOOL_NOT_STARTED
+            )
+            if _hashable(call_id) not in pending_calls and not not_started:
+                yield Violation(seq, "tool-pairing", f"tool/result for {call_id} with no prior tool/call in this step")
+            pending_calls.discard(_hashable(call_id))
+        else:
+            yield from _open_step(event, turn, step, open_turn, open_step)
+            if kind == "tool/call":
+                pending_calls.add(_hashable(data_field(event, "callId")))
+
+
+def _open_step(event: Event, turn: Any, step: Any, open_turn: Any, open_step: Any) -> Iterator[Violation]:
+    if open_turn is None or open_step is None or not _same(turn, open_turn) or not _same(step, open_step):
+        yield Violation(
+            event.seq,
+            "step-scope",
+            f"{event.type} names turn {js_string(turn)}/step {js_string(step)} "
+            f"but open is turn {js_string(open_turn)}/step {js_string(open_step)}",
+        )
+
+
+def _hashable(value: Any) -> Any:
+    # A call id is a string in every log this host writes; anything else is compared by its text.
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JavaScript's `===` on JSON scalars: `true` is not `1`."""
+    return type(a) is type(b) and a == b
+
+
+def check_fork_seed(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
+    """`fork-seed`: a fork's seed is a whole number of closed turns of its log."""
+    length = header.seed_length
+    if not length:
+        return
+    if length > len(events):
+        yield Violation(None, "fork-seed", f"seedLength {length} exceeds the log's {len(events)} events")
+    elif events[length - 1].type != "turn/end":
+        last = events[length - 1]
+        yield Violation(last.seq, "fork-seed", f"the fork seed must end at turn/end, got {last.type}")
+
+
+BUILTIN_INVARIANTS: tuple[LogInvariant, ...] = (check_seqs, check_surface, check_shapes, check_turns, check_fork_seed)
+"""The rules every log is checked against, whatever the plugins."""

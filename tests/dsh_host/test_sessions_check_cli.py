@@ -1,0 +1,143 @@
+"""`dsh sessions check [SESSION_ID] [--json]`: one line per violation, exit 1 when any."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsh_host.cli.main import main
+
+# The logs imported here break invariants on purpose.
+pytestmark = pytest.mark.foreign_logs
+
+USER = {"kind": "user"}
+
+
+def header(session_id: str) -> dict:
+    return {"type": "session", "version": 0, "id": session_id, "createdAt": 0, "delegationDepth": 0}
+
+
+def good_events() -> list[dict]:
+    return [
+        {
+            "type": "turn/start",
+            "seq": 0,
+            "time": 0,
+            "data": {"turn": 1, "trigger": {"kind": "message", "source": USER}},
+        },
+        {"type": "user/message", "seq": 1, "time": 0, "data": {"content": [], "source": USER}, "surfaceOp": "append"},
+        {"type": "turn/end", "seq": 2, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+
+
+def bad_events() -> list[dict]:
+    """A prompt outside any turn, then a turn numbered 2 first."""
+    return [
+        {"type": "user/message", "seq": 0, "time": 0, "data": {"content": [], "source": USER}, "surfaceOp": "append"},
+        {
+            "type": "turn/start",
+            "seq": 1,
+            "time": 0,
+            "data": {"turn": 2, "trigger": {"kind": "message", "source": USER}},
+        },
+        {"type": "turn/end", "seq": 2, "time": 0, "data": {"turn": 2, "reason": {"kind": "completed"}}},
+    ]
+
+
+def compact_events() -> list[dict]:
+    """A successful compact/end with no compact/summary (only the compact plugin's rules see it)."""
+    return [
+        good_events()[0],
+        {"type": "compact/start", "seq": 1, "time": 0, "data": {"turn": 1}},
+        {"type": "compact/end", "seq": 2, "time": 0, "data": {"turn": 1}},
+        {"type": "turn/end", "seq": 3, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+
+
+@pytest.fixture
+def dsh(tmp_path, monkeypatch, capsys):
+    """Run `dsh ...` in-process on a DSH_HOME in tmp_path; `dsh.store(id, events)` imports a log."""
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
+    monkeypatch.delenv("DSH_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    def store(session_id: str, events: list[dict]) -> None:
+        path = Path(tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}.jsonl")
+        lines = [header(session_id), *events]
+        path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
+        assert run("sessions", "import", str(path))[0] == 0
+
+    run.store = store
+    return run
+
+
+def test_no_sessions_and_valid_sessions_pass(dsh) -> None:
+    assert dsh("sessions", "check") == (0, "", "")
+    dsh.store("good", good_events())
+    assert dsh("sessions", "check") == (0, "", "")
+    assert dsh("sessions", "check", "good", "--json") == (0, "", "")
+
+
+def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh) -> None:
+    dsh.store("good", good_events())
+    dsh.store("bad", bad_events())
+    code, out, err = dsh("sessions", "check")
+    assert code == 1
+    assert out.splitlines() == [
+        "bad  seq 0  turn-enclosure  user/message appended outside any open turn (every event must be turn-enclosed)",
+        "bad  seq 1  turn-nesting  turn/start expected turn 1, got 2",
+    ]
+    assert err == "dsh: error: 2 violation(s) in 1 of 2 session(s)\n"
+    assert dsh("sessions", "check", "good")[0] == 0
+    assert dsh("sessions", "check", "bad")[0] == 1
+
+
+def test_json_lines_parse_back(dsh) -> None:
+    dsh.store("bad", bad_events())
+    code, out, _ = dsh("sessions", "check", "--json")
+    assert code == 1
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {
+            "session": "bad",
+            "seq": 0,
+            "rule": "turn-enclosure",
+            "message": "user/message appended outside any open turn (every event must be turn-enclosed)",
+        },
+        {"session": "bad", "seq": 1, "rule": "turn-nesting", "message": "turn/start expected turn 1, got 2"},
+    ]
+
+
+def test_an_unknown_session_is_an_error(dsh) -> None:
+    code, out, err = dsh("sessions", "check", "missing")
+    assert (code, out) == (1, "")
+    assert err == 'dsh: error: session "missing" not found\n'
+
+
+def test_session_ids_reach_the_terminal_inert(dsh) -> None:
+    evil = "evil\x1b]2;pwned\x07\x9b"
+    dsh.store(evil, bad_events())
+    code, out, _ = dsh("sessions", "check")
+    assert code == 1
+    assert out.splitlines()[0].startswith("evil\\x1b]2;pwned\\x07\\x9b  seq 0  turn-enclosure  ")
+    code, out, _ = dsh("sessions", "check", "--json")
+    assert "\x1b" not in out and "\x9b" not in out
+    assert json.loads(out.splitlines()[0])["session"] == evil
+
+
+def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh, monkeypatch) -> None:
+    """The compact plugin's `dsh_log_invariants` adds the compaction bracket; unmounted, it is absent."""
+    dsh.store("compacted", compact_events())
+    assert dsh("sessions", "check") == (0, "", "")
+    monkeypatch.setenv("DSH_LOAD_PLUGINS", "compact")
+    code, out, _ = dsh("sessions", "check")
+    assert code == 1
+    assert out == "compacted  seq 2  compact  successful compact/end requires one compact/summary\n"
