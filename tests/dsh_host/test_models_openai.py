@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_host.config import load_config
@@ -26,7 +26,6 @@ from dsh_host.models.openai import (
     map_usage,
     parse_retry_after,
 )
-from dsh_host.models.sse import ServerSentEvent, SSEParser
 from tests.dsh_host.sse_server import Reply, SSEServer, sse_event
 
 
@@ -544,47 +543,93 @@ def test_create_from_config(tmp_path: Path):
         create(SimpleNamespace(config=load_config(env={}, cwd=tmp_path)), env={})
 
 
-# --- the SSE parser ------------------------------------------------------------------------------
+# --- the event stream (parsed by httpx-sse) -------------------------------------------------------
+
+EVENT_STREAM = {"content-type": "text/event-stream"}
 
 
-def test_sse_fields_comments_and_multiline_data():
-    parser = SSEParser()
-    events = parser.feed(b"\xef\xbb\xbf: hello\nevent: note\nid: 7\ndata: a\ndata:b\nretry: 5\n\ndata: [DONE]\n\n")
-    assert events == [ServerSentEvent("a\nb", "note", "7"), ServerSentEvent("[DONE]", "message", "7")]
-    assert events[1].is_done
+def data_line(value: dict) -> bytes:
+    return b"data: " + json.dumps(value, ensure_ascii=False).encode()
 
 
-def test_sse_line_breaks_of_every_kind_split_anywhere():
-    parser = SSEParser()
-    events = []
-    for piece in (b"data: one\r", b"\n\r", b"\ndata: tw", b"o\r\rdata: \xe7\x95", b"\x8c\n\n"):
-        events += parser.feed(piece)
-    assert [e.data for e in events] == ["one", "two", "界"]
+def texts(chunks: list[dict]) -> list[str]:
+    return [c["text"] for c in chunks if c["type"] == "text-delta"]
 
 
-def test_sse_drops_an_event_left_open_at_the_end():
-    parser = SSEParser()
-    assert parser.feed(b"data: complete\n\ndata: half") == [ServerSentEvent("complete")]
-    assert parser.feed(b"") == []
+async def test_event_fields_comments_multiline_data_and_a_byte_order_mark(server: SSEServer):
+    first, rest = json.dumps(delta(content="a")).split(",", 1)
+    body = (
+        b"\xef\xbb\xbf"  # a byte order mark, then the first field: it must not hide the field's name
+        + f"data: {first},\n".encode()
+        + b": hello\nevent: note\nid: 7\n"
+        + f"data:{rest}\n".encode()  # data lines join with a newline: still JSON
+        + b"retry: 5\n\n"
+        + b"id: 8\n\n"  # an event without data dispatches nothing
+        + data_line(delta(content="b"))
+        + b"\n\ndata: [DONE]\n\n"
+    )
+    server.replies.append(Reply(headers=EVENT_STREAM, pieces=[body]))
+    assert texts(await collect(adapter_for(server), request())) == ["a", "b"]
+
+
+async def test_line_breaks_of_every_kind_split_anywhere(server: SSEServer):
+    stream = (
+        data_line(delta(content="one"))
+        + b"\r\n\r\n"
+        + data_line(delta(content="two"))
+        + b"\r\r"
+        + data_line(delta(content="\u754c"))
+        + b"\n\ndata: [DONE]\n\n"
+    )
+    first_cr = stream.index(b"\r")
+    two = stream.index(b"two")
+    wide = stream.index("\u754c".encode())
+    cuts = [first_cr + 1, first_cr + 3, two + 1, wide + 1, wide + 2]
+    pieces = [stream[a:b] for a, b in itertools.pairwise([0, *cuts, len(stream)])]
+    server.replies.append(Reply(headers=EVENT_STREAM, pieces=pieces))
+    assert texts(await collect(adapter_for(server), request())) == ["one", "two", "\u754c"]
+
+
+async def test_an_event_left_open_at_the_end_is_dropped(server: SSEServer):
+    # The finish event has no blank line after it: a dropped connection must not deliver it.
+    pieces = [data_line(delta(content="complete")) + b"\n\n", data_line(finished("stop"))]
+    server.replies.append(Reply(headers=EVENT_STREAM, pieces=pieces))
+    seen = []
+    with pytest.raises(ModelFailure) as caught:
+        async for chunk in adapter_for(server).stream(request()):
+            seen.append(chunk)
+    assert caught.value.code == "STREAM_INTERRUPTED"
+    assert texts(seen) == ["complete"]
+
+
+async def test_a_success_that_is_not_an_event_stream_is_a_bad_response(server: SSEServer):
+    server.replies.append(Reply.json(200, delta(content="x")))
+    with pytest.raises(ModelFailure) as caught:
+        await collect(adapter_for(server), request())
+    assert (caught.value.code, caught.value.status) == ("BAD_RESPONSE", 200)
+    assert "not an event stream" in caught.value.message
 
 
 STREAM = (
     b": ping\r\n"
-    b'data: {"a": "\xc3\xa9\xf0\x9f\x98\x80"}\r\n\r\n'
-    b"event: x\ndata: line1\ndata: line2\n\n"
-    b"data: last\r\rdata: [DONE]\n\n"
+    + data_line(delta(content="\u00e9\U0001f600"))
+    + b"\r\n\r\nevent: x\n"
+    + data_line(delta(content="line"))
+    + b"\n\n"
+    + data_line(delta(content="last"))
+    + b"\r\rdata: [DONE]\n\n"
 )
 
 
+@settings(max_examples=20)
 @given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=12))
-def test_sse_events_do_not_depend_on_how_the_stream_is_cut(cuts: list[int]):
-    whole = SSEParser().feed(STREAM)
-    parser = SSEParser()
+def test_events_do_not_depend_on_how_the_stream_is_cut(cuts: list[int]):
     bounds = sorted(set(cuts) | {0, len(STREAM)})
     pieces = [STREAM[a:b] for a, b in itertools.pairwise(bounds)]
-    assert [event for piece in pieces for event in parser.feed(piece)] == whole
-    assert [e.data for e in whole] == ['{"a": "é😀"}', "line1\nline2", "last", "[DONE]"]
 
+    async def run() -> list[dict]:
+        async with SSEServer() as running:
+            running.replies.append(Reply(headers=EVENT_STREAM, pieces=pieces))
+            return await collect(adapter_for(running), request())
 
-def test_json_of_event_bytes_round_trips():
-    assert json.loads(SSEParser().feed(sse_event({"k": "v"}))[0].data) == {"k": "v"}
+    assert texts(asyncio.run(run())) == ["\u00e9\U0001f600", "line", "last"]

@@ -22,10 +22,10 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from dsh_host.errors import ConfigError
 from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest, ToolSchema
-from dsh_host.models.sse import SSEParser
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -34,6 +34,9 @@ DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_API_KEY_ENV = "DEEPSEEK_API_KEY"
 COMPACTION_HEADER = "x-deepseek-harness-compact"
 KNOWN_CONTEXT_WINDOWS = {"deepseek-chat": 128000, "deepseek-reasoner": 128000}
+
+DONE = "[DONE]"
+"""The data OpenAI-compatible servers send as their last event."""
 
 _RETRYABLE = frozenset({"RATE_LIMIT", "SERVER_ERROR", "NETWORK"})
 _CONTEXT_OVERFLOW = re.compile(r"context[ _-]?(length|window)|maximum context", re.IGNORECASE)
@@ -396,9 +399,9 @@ class _Abort:
             self._waiter.cancel()
 
 
-async def _next_bytes(iterator: AsyncIterator[bytes]) -> bytes | None:
+async def _next_event(events: AsyncIterator[ServerSentEvent]) -> ServerSentEvent | None:
     try:
-        return await iterator.__anext__()
+        return await events.__anext__()
     except StopAsyncIteration:
         return None
 
@@ -512,23 +515,37 @@ class OpenAIAdapter:
         return backoff * random.uniform(0.5, 1.0)
 
     async def _chunks(self, response: httpx.Response, abort: _Abort) -> AsyncIterator[JsonDict]:
-        parser, mapper = SSEParser(), StreamMapper()
-        bytes_in = response.aiter_bytes()
+        # The event stream is UTF-8 whatever the charset says, and may open with a byte order
+        # mark (WHATWG `text/event-stream`); "utf-8-sig" decodes exactly that.
+        response.encoding = "utf-8-sig"
+        events = EventSource(response).aiter_sse()
+        mapper = StreamMapper()
         done = False
-        while not done:
-            try:
-                data = await abort.race(_next_bytes(bytes_in))
-            except httpx.HTTPError as exc:
-                raise _interrupted(response, _describe(exc)) from exc
-            if data is None:
-                break
-            for event in parser.feed(data):
-                if event.is_done:
+        try:
+            while not done:
+                try:
+                    event = await abort.race(_next_event(events))
+                except SSEError as exc:  # a success that is not an event stream (checked first: it is an HTTPError)
+                    raise ModelFailure(
+                        f"the response is not an event stream: {exc}",
+                        "BAD_RESPONSE",
+                        status=response.status_code,
+                        request_id=response.headers.get("x-request-id"),
+                    ) from None
+                except httpx.HTTPError as exc:
+                    raise _interrupted(response, _describe(exc)) from exc
+                if event is None:
+                    break
+                if not event.data:
+                    continue  # nothing for us (the library also dispatches a lone id, event or retry field)
+                if event.data == DONE:
                     done = True
                     break
                 for chunk in _map_event(mapper, event.data, response):
                     abort.check()
                     yield chunk
+        finally:
+            await events.aclose()
         if not done and mapper.finish_reason is None:
             raise _interrupted(response, "the connection closed before the stream finished")
         for chunk in mapper.close():
