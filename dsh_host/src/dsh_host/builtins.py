@@ -23,6 +23,33 @@ def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, s
     return "fail"
 
 
+# --- defaults of the agent's waterfalls (spec agent-inbox-loop, section 5) -----------------------
+
+
+@hookimpl(trylast=True)
+def dsh_agent_session_prefix(agent, prefix, signal):
+    """No session prefix: the frozen empty list, unchanged."""
+    return prefix
+
+
+@hookimpl(trylast=True)
+def dsh_agent_request(agent, turn, step, config, signal):
+    """The seed config, unchanged: the agent's options, or the latest logged header's config."""
+    return config
+
+
+@hookimpl(trylast=True)
+def dsh_agent_step_result(agent, turn, step, message, signal):
+    """The assembled assistant message, unchanged."""
+    return message
+
+
+@hookimpl(trylast=True)
+def dsh_agent_turn_continuation(agent, turn, default_decision, signal):
+    """Another step after tool calls or late steering, else stop: the loop's default decision."""
+    return default_decision
+
+
 @hookimpl
 def dsh_register_models(register):
     from dsh_host.models import openai, scripted

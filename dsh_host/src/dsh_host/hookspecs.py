@@ -147,3 +147,170 @@ def dsh_log_invariants():
     (`dsh_host.check_log`). A plugin checks only the event types it owns; a log without them
     passes. The results of all plugins are combined.
     """
+
+
+# --- agent lifecycle, step and turn hooks (spec agent-inbox-loop, section 5) ---------------------
+#
+# Modes: "notification" hooks are called one implementation at a time, each failure is logged and
+# contained and the result ignored (an awaitable result is awaited in the background, and the
+# agent's disposal waits for it). "Serial" hooks are awaited one implementation after the other;
+# the first that returns anything but None or False ends the chain. "Waterfall" hooks are
+# `firstresult` hooks with a host default that runs last (`trylast`): a plain implementation that
+# returns a value short-circuits the rest, a `wrapper=True` implementation gets the downstream
+# result (possibly an awaitable) from `yield` and returns its replacement, as for
+# `dsh_prompt_submit`. Serial and waterfall failures fail the turn they run in.
+
+
+@hookspec
+def dsh_agent_created(agent):
+    """Observe an agent being built.
+
+    Called by `Agent` once, at the end of its construction, before `dsh_agent_session_start`
+    and before it can run a turn. Notification: the result is ignored and an exception is
+    logged and contained.
+    """
+
+
+@hookspec
+def dsh_agent_session_start(agent, source):
+    """Observe an agent starting on its session; the first point to `agent.inject` seed context.
+
+    Called by `Agent` once, right after `dsh_agent_created`. `source` is `"startup"` for a
+    session with an empty log and `"resume"` for one that already has events. Notification: the
+    result is ignored and an exception is logged and contained.
+    """
+
+
+@hookspec
+def dsh_agent_status(agent, status):
+    """Observe an agent's status change: `"running"`, `"idle"` or `"disposed"`.
+
+    Called by the agent on real transitions only (never twice in a row with the same status,
+    nothing after `"disposed"`), after its `on_status` listeners and after idle waiters were
+    released. `send` does not set `"running"` synchronously: the driver does when it claims the
+    message. Notification: the result is ignored and an exception is logged and contained.
+    """
+
+
+@hookspec
+def dsh_agent_cancel_requested(agent, cause):
+    """Observe an effective cancel, before the inbox is cleared and the turn is interrupted.
+
+    Called by `Agent.cancel` when it has something to cancel (a turn running, or messages
+    queued); `cause` is the frozen `{kind: 'user' | 'parent'}`. It cannot veto: a message a
+    listener sends from here is cleared by the same cancel. Notification: the result is ignored
+    and an exception is logged and contained.
+    """
+
+
+@hookspec
+def dsh_agent_pre_step(agent, turn, step, signal):
+    """Run before a step's request is built; what it appends is in this step's request.
+
+    Called by the agent at the start of every step (`step` is the number the step will have),
+    after steering was written and the session prefix composed, before the messages are taken
+    from the log and before `step/start`. Compaction of the surface belongs here or in
+    `dsh_agent_post_step`. Serial: implementations are awaited one after the other and the
+    first returning anything but None or False ends the chain; the result is otherwise
+    ignored. An exception fails the turn with the pending step number (no `step/start` was
+    written for it).
+    """
+
+
+@hookspec(firstresult=True)
+def dsh_agent_session_prefix(agent, prefix, signal):
+    """Compose the messages placed before all history in every request of this agent.
+
+    Called by the agent once, on the first step of its first turn that gets that far (again on
+    a later turn if that composition was interrupted). `prefix` is the frozen empty list the
+    host default returns unchanged. Returns a list of model messages (`{role, content}`); it is
+    frozen, kept for the agent's lifetime and recorded only in `request/header.messagePrefix`,
+    so the request stays a function of the log. Waterfall: a plain implementation returning a
+    list decides, a wrapper adjusts the downstream list.
+    """
+
+
+@hookspec(firstresult=True)
+def dsh_agent_request(agent, turn, step, config, signal):
+    """Choose the model call configuration of one request.
+
+    Called by the agent after `step/start`, before the request header is recorded. `config` is
+    a frozen copy of the seed: on the agent's first request `{provider, model}` from the
+    agent's options, later the config of the latest logged `request/header`. Returns the
+    config to use (`provider`, `model`, and optionally `temperature`, `maxTokens`, `stop`); the
+    host default returns `config`. The result is logged in the request header (a `change`
+    header when it differs), and a provider other than the agent's is routed through
+    `host.models`. It cannot touch the messages: an `inject` from here joins the next request.
+    Waterfall: a plain implementation returning a config decides, a wrapper adjusts the
+    downstream one. A result without a provider or model fails the turn.
+    """
+
+
+@hookspec(firstresult=True)
+def dsh_agent_step_result(agent, turn, step, message, signal):
+    """Post-process the assistant message of a step before it is logged and its tools run.
+
+    Called by the agent after the model stream finished successfully. `message` is the frozen
+    assembled `{role: 'assistant', content}`; the host default returns it unchanged. Returns a
+    message whose `content` is logged as `assistant/message` (any change drops the replay
+    state; on a `max-tokens` finish tool calls are stripped before and after). Waterfall: a
+    plain implementation returning a message decides, a wrapper adjusts the downstream one. An
+    exception fails the turn, after an `assistant/message` with empty content was logged.
+    """
+
+
+@hookspec(firstresult=True)
+def dsh_agent_turn_continuation(agent, turn, default_decision, signal):
+    """Decide whether the turn runs another step.
+
+    Called by the agent after each successful step's `step/end`. `default_decision` is
+    `Continue()` when the step had tool calls or steering was written after the response, else
+    `Stop()`; the host default returns it. Returns a `dsh_host.agent.ContinuationDecision`:
+    `Continue(content=None, source=None)` (with `content`, the loop adds it as steering first)
+    or `Stop()`. Pending steering turns a stop into another step anyway. Waterfall: a plain
+    implementation returning a decision decides, a wrapper adjusts the downstream one.
+    """
+
+
+@hookspec
+def dsh_agent_turn_stop(agent, turn, signal):
+    """Stop the turn for good after this step, whatever the continuation decided.
+
+    Called by the agent after every successful step, once the continuation is decided. Serial:
+    the first implementation returning anything but None or False (say `Stop()`) ends the chain
+    and makes the stop terminal: the turn ends after this step and every steering message, now
+    or until the turn is flushed, is discarded; queued messages still run. None abstains.
+    """
+
+
+@hookspec
+def dsh_agent_error(agent, turn, step, error):
+    """Observe a failure as it happens: the exception and where it happened.
+
+    Called by the agent when a turn fails (`step` is the failing step, 0 for prompt admission),
+    when a turn could not even start (`step` 0), and when the flush after a turn or after an
+    idle injection (`step` 0) fails. The failure is also in the log where it has a durable form
+    (`turn/end` reason `error`). Notification: the result is ignored and an exception is logged
+    and contained.
+    """
+
+
+@hookspec
+def dsh_agent_disposed(agent):
+    """Observe an agent that is gone for good.
+
+    Called by `Agent.dispose` once, after the driver stopped and the agent's background work
+    settled, as the last thing the agent emits. Notification: the result is ignored and an
+    exception is logged and contained.
+    """
+
+
+@hookspec
+def dsh_session_event(session, event):
+    """Observe every event appended to the session of an agent, after it is committed.
+
+    Called by the agent's session right after each append (the event is in the log and cannot
+    be undone), from the agent's construction until its disposal. An implementation must not
+    append to the session itself. Notification: the result is ignored and an exception is
+    logged and contained; when no plugin implements this hook, appends publish nothing.
+    """

@@ -6,7 +6,7 @@
 
 from dsh_host.agent.agent import Agent, Status
 from dsh_host.agent.cancel import CancelSignal
-from dsh_host.agent.decisions import Allow, Block, PromptDecision
+from dsh_host.agent.decisions import Allow, Block, ContinuationDecision, Continue, PromptDecision, Stop
 from dsh_host.agent.errors import render_error
 from dsh_host.agent.inbox import ABSENT, InboxRecord
 from dsh_host.agent.reconstruct import rebuild_request, request_json
@@ -17,9 +17,12 @@ __all__ = [
     "Allow",
     "Block",
     "CancelSignal",
+    "ContinuationDecision",
+    "Continue",
     "InboxRecord",
     "PromptDecision",
     "Status",
+    "Stop",
     "rebuild_request",
     "render_error",
     "request_json",

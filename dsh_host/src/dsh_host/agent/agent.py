@@ -9,18 +9,19 @@ in the session log first, so every request can be rebuilt from the log alone.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_host.agent.cancel import DISPOSED, CancelSignal, resolve_cause
+from dsh_host.agent.dispatch import emit
 from dsh_host.agent.errors import render_error
 from dsh_host.agent.inbox import ABSENT, USER_SOURCE, Inbox, InboxRecord, as_content, snapshot_record
 from dsh_host.agent.loop import CONTEXT_SNAPSHOT_ERROR, RequestHeaderLog, Turn
 from dsh_host.models.base import ModelAdapter
+from dsh_host.session.events import Event
 from dsh_host.session.frozen import FrozenDict, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.request_header import canonical_header
@@ -86,6 +87,10 @@ class Agent:
         self._turn: Turn | None = None
         self._driver: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[Any]] = set()
+        self._detached = False
+        self._stop_publishing = session.subscribe(self._publish_event)
+        self._notify("dsh_agent_created", agent=self)
+        self._notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
 
     @classmethod
     def create(cls, host: Host, session: Session, model: ResolvedModel, **options: Any) -> Agent:
@@ -198,11 +203,15 @@ class Agent:
         `cause` is `{kind: 'user'}` (the default) or `{kind: 'parent'}`; the turn ends
         `aborted` either way. With nothing running and nothing queued this does nothing.
         """
-        if self._owner is None and (self._inbox.has_queued or self._inbox.has_steering):
+        if self._owner is None:
+            if not (self._inbox.has_queued or self._inbox.has_steering):
+                return  # nothing to cancel: no notification, nothing carried over
             self._pre_run_cancelled = True
-        self._inbox.clear()
+        cause = resolve_cause(cause)
+        self._notify("dsh_agent_cancel_requested", agent=self, cause=cause)
+        self._inbox.clear()  # after the notification: what its listeners queued goes too
         if self._owner is not None:
-            self._owner.abort(resolve_cause(cause))
+            self._owner.abort(cause)
 
     async def dispose(self) -> None:
         """Stop for good: interrupt the turn (it ends `disposed`), drop the inbox, wait for the driver.
@@ -216,6 +225,15 @@ class Agent:
             if self._owner is not None:
                 self._owner.abort(DISPOSED)
             self._notify_status("disposed")
+        await self._quiesce()
+        if not self._detached:
+            self._detached = True
+            self._stop_publishing()
+            self._notify("dsh_agent_disposed", agent=self)
+            await self._quiesce()
+
+    async def _quiesce(self) -> None:
+        """Wait for the driver to exit and for every background flush and notification."""
         if self._driver is not None:
             await asyncio.wait({self._driver})
         while self._background:
@@ -260,13 +278,16 @@ class Agent:
                     self._set_status("idle")
                     continue
                 signal = self._owner = CancelSignal()
-            await self._run_turn(inbox.dequeue(), signal)
-            for record in inbox.drain_steering():
-                inbox.enqueue(record)  # late steering becomes the next ordinary message
+            stopped = await self._run_turn(inbox.dequeue(), signal)
+            late = inbox.drain_steering()
+            if not stopped:  # after a terminal stop, late steering is discarded
+                for record in late:
+                    inbox.enqueue(record)  # late steering becomes the next ordinary message
             if not inbox.has_queued:
                 self._set_status("idle")
 
-    async def _run_turn(self, record: InboxRecord, signal: CancelSignal) -> None:
+    async def _run_turn(self, record: InboxRecord, signal: CancelSignal) -> bool:
+        """Run one turn; True when `dsh_agent_turn_stop` stopped it for good."""
         turn = self._turn = Turn(self, self.session.last_turn_number() + 1, signal, self._inbox, self._headers)
         try:
             reason = await turn.run(record)
@@ -275,9 +296,11 @@ class Agent:
             await turn.close(reason)
         except Exception as exc:  # noqa: BLE001 - the driver outlives any one turn
             log.warning("agent %s: turn %d could not run: %s", self.id, turn.number, render_error(exc))
+            self._notify("dsh_agent_error", agent=self, turn=turn.number, step=turn.step, error=exc)
         finally:
             self._owner = None
             self._turn = None
+        return turn.stopped
 
     def _skip_cancelled_work(self) -> bool:
         """After a cancel that found no turn running: settle idle, unless new work came in."""
@@ -307,6 +330,7 @@ class Agent:
                 listener(status)
             except Exception:
                 log.warning("agent %s: status listener failed on %s", self.id, status, exc_info=True)
+        self._notify("dsh_agent_status", agent=self, status=status)
 
     def _settle_idle_waiters(self) -> None:
         waiters, self._idle_waiters = self._idle_waiters, []
@@ -315,26 +339,43 @@ class Agent:
                 waiter.set_result(None)
 
     def _emit_queued(self, record: InboxRecord, *, steering: bool) -> None:
-        """Notify `dsh_agent_queued` implementations one by one, so none can starve the others."""
         info = FrozenDict(source=record.source, contexts=record.contexts, steering=steering)
-        arguments = {"agent": self, "content": record.content, "info": info}
-        for impl in reversed(self.host.hook.dsh_agent_queued.get_hookimpls()):
-            if impl.hookwrapper or impl.wrapper:
-                continue  # a notification has no result to wrap
-            try:
-                result = impl.function(*(arguments[name] for name in impl.argnames))
-            except Exception:
-                log.warning("agent %s: dsh_agent_queued of %s failed", self.id, impl.plugin_name, exc_info=True)
-                continue
-            if inspect.isawaitable(result):
-                self._track(asyncio.ensure_future(result), f"dsh_agent_queued of {impl.plugin_name}")
+        self._notify("dsh_agent_queued", agent=self, content=record.content, info=info)
+
+    def _publish_event(self, session: Session, event: Event) -> None:
+        caller = self.host.hook.dsh_session_event
+        if caller.get_hookimpls():  # the common case, nobody listening, costs one check
+            emit(caller, {"session": session, "event": event}, self._track_awaitable)
+
+    def _notify(self, hook: str, **arguments: Any) -> None:
+        """Call notification hook `hook` (the loop reports errors through this too)."""
+        emit(getattr(self.host.hook, hook), arguments, self._track_awaitable)
+
+    def _track_awaitable(self, awaitable: Awaitable[Any], what: str) -> None:
+        try:
+            future = asyncio.ensure_future(awaitable, loop=asyncio.get_running_loop())
+        except RuntimeError:
+            log.warning("agent %s: %s returned an awaitable outside the event loop; not awaited", self.id, what)
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()
+            return
+        self._track(future, what)
 
     def _flush_in_background(self, turn: int) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop to flush on: the events stay pending for the next flush
-        self._track(loop.create_task(self.host.sessions.flush(self.session)), f"flush after idle injection {turn}")
+
+        async def flush() -> None:
+            try:
+                await self.host.sessions.flush(self.session)
+            except Exception as exc:  # noqa: BLE001 - reported, never raised to the injecting caller
+                log.warning("agent %s: flush after idle injection %d failed: %s", self.id, turn, render_error(exc))
+                self._notify("dsh_agent_error", agent=self, turn=turn, step=0, error=exc)
+
+        self._track(loop.create_task(flush()), f"flush after idle injection {turn}")
 
     def _track(self, future: asyncio.Future[Any], what: str) -> None:
         self._background.add(future)

@@ -1,4 +1,4 @@
-"""Decisions returned by the `dsh_prompt_submit` waterfall."""
+"""Decisions returned by the `dsh_prompt_submit` and `dsh_agent_turn_continuation` waterfalls."""
 
 from __future__ import annotations
 
@@ -27,3 +27,24 @@ class Block:
 
 
 PromptDecision = Allow | Block
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Run another step of the turn.
+
+    `content`, when not None, is steering the loop adds before that step (a string is one text
+    block), from `source` (None: `{kind: 'user'}`); it carries no contexts and is not announced
+    through `dsh_agent_queued`.
+    """
+
+    content: Sequence[Mapping[str, Any]] | str | None = None
+    source: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the turn after this step, unless steering is still pending (steering always gets a step)."""
+
+
+ContinuationDecision = Continue | Stop

@@ -17,17 +17,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dsh_host.agent.cancel import CancelSignal, interruption_reason
-from dsh_host.agent.decisions import Block
+from dsh_host.agent.decisions import Block, Continue, Stop
+from dsh_host.agent.dispatch import serial, waterfall
 from dsh_host.agent.errors import error_code, error_reason, failure_reason, render_error
-from dsh_host.agent.inbox import ABSENT, Inbox, InboxRecord
+from dsh_host.agent.inbox import ABSENT, USER_SOURCE, Inbox, InboxRecord, as_content
 from dsh_host.agent.placement import context_message, place
-from dsh_host.asyncs import resolve, resolve_all
+from dsh_host.asyncs import resolve
 from dsh_host.models.assembler import AssembledMessage, StreamAssembler
-from dsh_host.models.base import ModelFailure, ModelRequest
+from dsh_host.models.base import ModelAdapter, ModelFailure, ModelRequest
 from dsh_host.session.events import Event
 from dsh_host.session.frozen import FrozenDict, FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
-from dsh_host.session.request_header import header_equals
+from dsh_host.session.request_header import canonical_header, header_equals
 from dsh_host.session.session import Session
 from dsh_host.tools.base import ToolContext, ToolResult
 
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("dsh.agent")
 
 CONTEXT_SNAPSHOT_ERROR = "agent context must be losslessly JSON-serializable"
+NO_ROUTE_ERROR = (
+    'agent "{id}" has no provider/model: set the agent\'s provider and model '
+    "or supply both via the agent/request waterfall (dsh_agent_request)"
+)
 COMPLETED = FrozenDict(kind="completed")
 MAX_TOKENS = FrozenDict(kind="max-tokens")
 
@@ -70,11 +75,24 @@ class RequestHeaderLog:
 
     The first request an agent sends logs its header with reason `initial` (or `resume` when the
     log already holds one, for a resumed or seeded session); later requests log a `change` only
-    when the header differs from the latest logged one.
+    when the header differs from the latest logged one. It also keeps the agent's session
+    prefix, composed once (`dsh_agent_session_prefix`) and recorded in every header.
     """
 
     def __init__(self) -> None:
         self._logged = False
+        self.prefix: FrozenList | None = None  # None until a composition completed
+
+    def seed_config(self, session: Session, provider: str, model: str) -> FrozenDict:
+        """The config `dsh_agent_request` starts from, frozen and detached.
+
+        Until this agent logged a header: its own `provider` and `model`; then the config of the
+        latest logged header.
+        """
+        latest = session.request_header() if self._logged else None
+        if latest is None:
+            return FrozenDict(provider=provider or "", model=model or "")
+        return FrozenDict(latest["config"])
 
     def record(self, session: Session, header: Mapping[str, Any]) -> Mapping[str, Any]:
         """Log `header` if needed; returns the logged (frozen, canonical) header now in force."""
@@ -131,8 +149,9 @@ class Turn:
     """One turn of an agent, from `turn/start` to `turn/end` and its flush.
 
     The driver runs it as `reason = await turn.run(record)`, retires the turn's cancel owner,
-    then `await turn.close(reason)`. `inject` asks `batch_active` to know whether a context must
-    wait for the end of the running tool batch.
+    then `await turn.close(reason)`; `stopped` then tells whether `dsh_agent_turn_stop` made the
+    stop terminal (late steering is discarded, not queued). `inject` asks `batch_active` to know
+    whether a context must wait for the end of the running tool batch.
     """
 
     def __init__(
@@ -143,6 +162,7 @@ class Turn:
         self.number = number
         self.signal = signal
         self.step = 0
+        self.stopped = False
         self._inbox = inbox
         self._headers = headers
         self._step_open = False
@@ -182,6 +202,7 @@ class Turn:
                 self.step,
                 render_error(exc),
             )
+            self._report(exc)
             return error_reason(self.step, exc)
 
     async def close(self, reason: Mapping[str, Any]) -> None:
@@ -191,6 +212,7 @@ class Turn:
             await self.agent.host.sessions.flush(self.session)
         except Exception as exc:  # noqa: BLE001 - the turn is closed; the next flush retries the batch
             log.warning("agent %s: flush after turn %d failed: %s", self.agent.id, self.number, render_error(exc))
+            self._report(exc)
 
     # --- admission ------------------------------------------------------------------------------
 
@@ -232,6 +254,9 @@ class Turn:
             self.step += 1
             self._write_steering()
             self._checkpoint()
+            await self._compose_prefix()
+            await serial(self._hook.dsh_agent_pre_step, self._arguments(step=self.step))
+            self._checkpoint()
             messages = self.session.derive_messages()  # the request's boundary: nothing later joins it
             self.session.append("step/start", {"turn": self.number, "step": self.step})
             self._step_open = True
@@ -244,6 +269,7 @@ class Turn:
                 retry = await self._wants_retry(failed, prior_failures)
                 self._checkpoint()  # a cancel during recovery wins over its decision
                 if not retry:
+                    self._report(failed.error)
                     return failure_reason(self.step, failed.failure, failed.error)
                 prior_failures.append(failed.failure)
                 continue
@@ -252,16 +278,43 @@ class Turn:
                 reason = MAX_TOKENS
             steered = self._write_steering()
             await self.agent.host.sessions.flush(self.session)
-            await resolve_all(
-                self.agent.host.hook.dsh_agent_post_step(
-                    agent=self.agent, turn=self.number, step=self.step, signal=self.signal
-                )
-            )
+            await serial(self._hook.dsh_agent_post_step, self._arguments(step=self.step))
             self._checkpoint()
             self._end_open_step()
-            # Steering that arrived after checkpoint (b) still needs a step to be seen.
-            if not (outcome.tool_calls or steered or self._inbox.has_steering):
+            if not await self._continues(outcome.tool_calls or steered):
                 return reason
+
+    async def _continues(self, default: bool) -> bool:
+        """After `step/end`: the continuation waterfall, then the terminal-stop chain."""
+        decision = await waterfall(
+            self._hook.dsh_agent_turn_continuation,
+            self._arguments(default_decision=Continue() if default else Stop()),
+        )
+        self._checkpoint()
+        if isinstance(decision, Continue) and decision.content is not None:
+            # Loop-authored steering: not snapshotted or announced; its append validates it.
+            source = decision.source if decision.source is not None else USER_SOURCE
+            self._inbox.steer(InboxRecord(as_content(decision.content), source, FrozenList()))
+        # Steering that arrived after checkpoint (b) still needs a step to be seen.
+        proceed = isinstance(decision, Continue) or self._inbox.has_steering
+        stop = await serial(self._hook.dsh_agent_turn_stop, self._arguments())
+        self._checkpoint()
+        if stop is not None:
+            self.stopped = True
+            self._inbox.drain_steering()  # discarded: a terminal stop drops all steering
+            return False
+        return proceed
+
+    async def _compose_prefix(self) -> None:
+        """Compose the agent's session prefix once; an interrupted composition is not kept."""
+        if self._headers.prefix is not None:
+            return
+        arguments = {"agent": self.agent, "prefix": FrozenList(), "signal": self.signal}
+        prefix = await waterfall(self._hook.dsh_agent_session_prefix, arguments)
+        self._checkpoint()
+        if not isinstance(prefix, Sequence) or isinstance(prefix, (str, bytes)):
+            raise TypeError(f"dsh_agent_session_prefix returned {type(prefix).__name__}, not a list of messages")
+        self._headers.prefix = frozen_loads(canonical_text(list(prefix)))
 
     async def _wants_retry(self, failed: ModelRequestFailed, prior_failures: list[Mapping[str, Any]]) -> bool:
         try:
@@ -281,28 +334,43 @@ class Turn:
             return False
         return decision == "retry"
 
+    @property
+    def _hook(self) -> Any:
+        return self.agent.host.hook
+
+    def _arguments(self, **extra: Any) -> dict[str, Any]:
+        """The arguments the turn's hooks share (agent, turn, signal), plus `extra`."""
+        return {"agent": self.agent, "turn": self.number, "signal": self.signal, **extra}
+
+    def _report(self, error: BaseException) -> None:
+        self.agent._notify("dsh_agent_error", agent=self.agent, turn=self.number, step=self.step, error=error)
+
     async def _request(self, messages: list[dict[str, Any]]) -> StepOutcome:
-        header = self._headers.record(self.session, self.agent.request_header())
+        config = await self._config()
+        prefix = self._headers.prefix or FrozenList()
+        wanted = {**self.agent.request_header(), "config": config, "messagePrefix": prefix}
+        header = self._headers.record(self.session, canonical_header(wanted))
         config = header["config"]
         request = ModelRequest(
             provider=config["provider"],
             model=config["model"],
-            messages=_frozen(messages),
+            messages=_frozen([*prefix, *messages]),
             system=header.get("system"),
             tools=header.get("tools"),
+            temperature=config.get("temperature"),
+            max_tokens=config.get("maxTokens"),
+            stop=config.get("stop"),
             session_id=self.session.id,
             signal=self.signal,
         )
         await self.agent.host.sessions.flush(self.session)  # the header is durable before the call
-        assembled, chunk_seqs = await self._stream(request)
+        assembled, chunk_seqs = await self._stream(self._adapter(request.provider), request)
         self._checkpoint()
         kind = assembled.finish.get("kind")
         if kind in ("error", "aborted"):
             raise ModelRequestFailed.from_finish(assembled.finish)
         max_tokens = kind == "max-tokens"
-        content = assembled.content
-        if max_tokens:
-            content = [block for block in content if block.get("type") != "tool-call"]
+        content = await self._step_result(config, assembled, chunk_seqs, max_tokens)
         message = self._append_assistant(config, content, assembled, chunk_seqs)
         calls = [block for block in message.data["content"] if block.get("type") == "tool-call"]
         if calls:
@@ -310,10 +378,46 @@ class Turn:
             self._checkpoint()
         return StepOutcome(tool_calls=bool(calls), max_tokens=max_tokens)
 
-    async def _stream(self, request: ModelRequest) -> tuple[AssembledMessage, list[int]]:
+    async def _config(self) -> Mapping[str, Any]:
+        """The request's call config: the `dsh_agent_request` waterfall over the seed config."""
+        seed = self._headers.seed_config(self.session, self.agent.provider, self.agent.model)
+        config = await waterfall(self._hook.dsh_agent_request, self._arguments(step=self.step, config=seed))
+        self._checkpoint()
+        route = (config.get("provider"), config.get("model")) if isinstance(config, Mapping) else (None, None)
+        if not all(isinstance(part, str) and part for part in route):
+            raise ValueError(NO_ROUTE_ERROR.format(id=self.agent.id))
+        return config
+
+    def _adapter(self, provider: str) -> ModelAdapter:
+        """The agent's adapter, or the host's for a provider `dsh_agent_request` switched to."""
+        if provider == self.agent.provider:
+            return self.agent.adapter
+        return self.agent.host.models.adapter(provider)
+
+    async def _step_result(
+        self, config: Mapping[str, Any], assembled: AssembledMessage, chunk_seqs: list[int], max_tokens: bool
+    ) -> list[Any]:
+        """The content to log: the assembled message through `dsh_agent_step_result`.
+
+        A `max-tokens` step dispatches no tools, so its tool calls are stripped before and after.
+        When the waterfall fails (or the turn is interrupted right after it) the logged chunks
+        still get their `assistant/message`, empty, before the error propagates.
+        """
+        content = _without_tool_calls(assembled.content) if max_tokens else assembled.content
+        message = _frozen({"role": "assistant", "content": content})
+        try:
+            result = await waterfall(self._hook.dsh_agent_step_result, self._arguments(step=self.step, message=message))
+            self._checkpoint()
+            content = _content_of(result)
+        except Exception:
+            self._append_assistant(config, [], assembled, chunk_seqs, replay=False)
+            raise
+        return _without_tool_calls(content) if max_tokens else content
+
+    async def _stream(self, adapter: ModelAdapter, request: ModelRequest) -> tuple[AssembledMessage, list[int]]:
         assembler = StreamAssembler()
         chunk_seqs: list[int] = []
-        stream = self.agent.adapter.stream(request)
+        stream = adapter.stream(request)
         try:
             async for chunk in stream:
                 self._checkpoint()
@@ -334,10 +438,12 @@ class Turn:
         content: list[Any],
         assembled: AssembledMessage,
         chunk_seqs: list[int],
+        *,
+        replay: bool = True,
     ) -> Event:
         provenance: dict[str, Any] = {"provider": config["provider"], "model": config["model"]}
         # Replay state describes the streamed content; any rewrite of it invalidates the state.
-        if assembled.replay_state is not None and content == assembled.content:
+        if replay and assembled.replay_state is not None and content == assembled.content:
             provenance["replayState"] = assembled.replay_state
         data: dict[str, Any] = {
             "turn": self.number,
@@ -459,6 +565,18 @@ def parse_arguments(text: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def _without_tool_calls(content: Sequence[Any]) -> list[Any]:
+    return [block for block in content if block.get("type") != "tool-call"]
+
+
+def _content_of(message: Any) -> list[Any]:
+    """The content blocks of the message `dsh_agent_step_result` returned."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, (list, tuple)):
+        raise TypeError(f"dsh_agent_step_result returned {type(message).__name__}, not a message with a content list")
+    return list(content)
 
 
 def _outcome_of(name: str, result: Any) -> ToolOutcome:
