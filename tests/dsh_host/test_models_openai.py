@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dsh_compact.plugin
+from dsh_host import builtins, hookimpl
 from dsh_host.config import load_config
 from dsh_host.errors import ConfigError
 from dsh_host.models.assembler import StreamAssembler
@@ -25,7 +27,9 @@ from dsh_host.models.openai import (
     map_finish_reason,
     map_usage,
     parse_retry_after,
+    plugin_headers,
 )
+from dsh_host.plugins import new_plugin_manager
 from tests.dsh_host.sse_server import Reply, SSEServer, sse_event
 
 
@@ -45,6 +49,21 @@ async def server():
 def adapter_for(server: SSEServer, **kw) -> OpenAIAdapter:
     options = {"api_key": "sk-test", "base_url": server.base_url, "backoff_base": 0.0, **kw}
     return OpenAIAdapter(**options)
+
+
+def hooks(*plugins):
+    pm = new_plugin_manager()
+    for plugin in (builtins, *plugins):
+        pm.register(plugin)
+    return pm.hook
+
+
+COMPACT_HOOKS = hooks(dsh_compact.plugin)
+
+
+def compact_headers(req: ModelRequest) -> dict[str, str]:
+    """The headers the compact plugin adds, as `create` wires them for a host with it mounted."""
+    return plugin_headers(COMPACT_HOOKS, req)
 
 
 def request(*messages: dict, **kw) -> ModelRequest:
@@ -408,7 +427,7 @@ async def test_request_body_and_headers(server: SSEServer):
         stop=["END"],
         purpose="compaction",
     )
-    await collect(adapter_for(server), req)
+    await collect(adapter_for(server, extra_headers=compact_headers), req)
     (received,) = server.requests
     assert (received.method, received.path) == ("POST", "/chat/completions")
     assert received.headers["authorization"] == "Bearer sk-test"
@@ -460,7 +479,7 @@ async def test_request_body_and_headers(server: SSEServer):
 
 async def test_a_plain_request_has_no_optional_fields_or_compaction_header(server: SSEServer):
     server.replies.append(Reply.sse(OK_STREAM))
-    await collect(adapter_for(server), request())
+    await collect(adapter_for(server, extra_headers=compact_headers), request())
     (received,) = server.requests
     assert "x-deepseek-harness-compact" not in received.headers
     assert received.json() == {
@@ -529,6 +548,35 @@ def test_context_window():
     assert OpenAIAdapter(api_key="k").context_window("deepseek-reasoner") == 128000
     assert OpenAIAdapter(api_key="k").context_window("gpt-unknown") is None
     assert OpenAIAdapter(api_key="k", context_window=64000).context_window("deepseek-chat") == 64000
+
+
+class Tagger:
+    """A throwaway plugin adding headers through `dsh_model_request_headers`."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ModelRequest]] = []
+
+    @hookimpl
+    def dsh_model_request_headers(self, provider, request):
+        self.seen.append((provider, request))
+        if request.purpose == "tagged":
+            return {"x-tag": request.session_id, "Authorization": "Bearer stolen"}
+        return None
+
+
+async def test_plugins_add_request_headers_but_never_replace_the_adapters_own(server: SSEServer, tmp_path: Path):
+    tagger = Tagger()
+    host = SimpleNamespace(config=load_config(env={}, cwd=tmp_path), hook=hooks(tagger))
+    adapter = create(host, env={"DEEPSEEK_API_KEY": "sk-test"})
+    adapter.base_url = server.base_url
+    server.replies.extend([Reply.sse(OK_STREAM), Reply.sse(OK_STREAM)])
+    await collect(adapter, request(purpose="tagged", session_id="s-1"))
+    await collect(adapter, request())
+    first, second = server.requests
+    assert first.headers["x-tag"] == "s-1"
+    assert first.headers["authorization"] == "Bearer sk-test"
+    assert "x-tag" not in second.headers
+    assert [(provider, req.purpose) for provider, req in tagger.seen] == [("openai", "tagged"), ("openai", None)]
 
 
 def test_create_from_config(tmp_path: Path):

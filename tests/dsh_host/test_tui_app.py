@@ -28,6 +28,7 @@ from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
 from dsh_session_reference import format_mention, parse_text, render_error_chain
+from dsh_session_reference.terminal import SessionCompletions
 
 ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
@@ -291,9 +292,20 @@ class ScriptedCandidates(MentionHelpers):
         raise AssertionError("not used")
 
 
+class CandidateSource:
+    """A throwaway plugin offering `service`'s candidates through `dsh_register_completions`."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+
+    @hookimpl
+    def dsh_register_completions(self, host, register):
+        register(SessionCompletions(self.service), "@name mentions a scripted session")
+
+
 async def test_completion_fallbacks(bare_host, workspace):
     service = ScriptedCandidates()
-    bare_host.services.register("session_references", service)
+    bare_host.pm.register(CandidateSource(service), name="candidates")
     target = bare_host.sessions.create(str(workspace), "main-session")
     async with open_chat(bare_host, target) as chat:
         chat.type("plain" + TAB)
@@ -303,6 +315,8 @@ async def test_completion_fallbacks(bare_host, workspace):
         await chat.wait_for_completion("/help")
         await chat.type_until(TAB, lambda: chat.ui.buffer.text == "/help ")
         await chat.clear()
+        hints = "@path mentions a file · @name mentions a scripted session · Alt+Enter inserts a newline"
+        await chat.type_until("/help" + ENTER, lambda: hints in chat.transcript, "the source's hint in /help")
 
         await chat.type_until("@failed", lambda: "failed" in service.signals)
         assert chat.completions() == []

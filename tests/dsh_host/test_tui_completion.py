@@ -1,4 +1,7 @@
-"""The `@` completer (session-reference spec 9.2): files, sessions, commands, abandonment."""
+"""The `@` completer (session-reference spec 9.2): files, sessions, commands, abandonment.
+
+Sessions come from session-reference's own completion source, as its plugin registers it.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from dsh_host.jstext import iso_utc
-from dsh_host.tui.completion import MentionCompleter, SessionSource
+from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
+from dsh_host.tui.mentions import RegisteredSource
 from dsh_session_reference import format_mention, parse_text
+from dsh_session_reference.terminal import SessionCompletions
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,10 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def make(workspace: Path, service: Any = None) -> MentionCompleter:
-    sessions = SessionSource(service, lambda: TARGET, format_mention) if service is not None else None
-    return MentionCompleter(WorkspaceFileSearch(str(workspace)), commands=lambda: COMMANDS, sessions=sessions)
+    sources = [RegisteredSource(SessionCompletions(service))] if service is not None else []
+    return MentionCompleter(
+        WorkspaceFileSearch(str(workspace)), commands=lambda: COMMANDS, sources=sources, target=lambda: TARGET
+    )
 
 
 async def complete(completer: MentionCompleter, text: str):

@@ -1,4 +1,8 @@
-"""Transcript rendering: display content, reference cards (spec 9.4, T4) and inert control text."""
+"""Transcript rendering: display content, reference cards (spec 9.4, T4) and inert control text.
+
+The transcript is built as a host builds it: the host's renderers from `dsh_host.builtins`, the
+compact and session-reference plugins' through the same hooks.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,37 @@ import re
 import pytest
 from rich.console import Console
 
+import dsh_compact.plugin
+import dsh_session_reference.plugin
+from dsh_host import builtins, hookimpl
+from dsh_host.plugins import new_plugin_manager
 from dsh_host.tui import render
-from dsh_host.tui.render import join_display_text, reference_card, render_event, render_events
+from dsh_host.tui.render import Transcript, join_display_text
+from dsh_session_reference.terminal import reference_card
 
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
 ESCAPED = r"\x1b]2;title\x07\x09\x7f\x9b31m"
 RAW_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 REFERENCE_SOURCE = {"kind": "plugin", "plugin": "session-reference"}
 DELIMITER = "\n\n## My request:\n"
+
+
+def transcript(*plugins) -> Transcript:
+    pm = new_plugin_manager()
+    for plugin in (builtins, dsh_compact.plugin, dsh_session_reference.plugin, *plugins):
+        pm.register(plugin)
+    return Transcript(pm.hook)
+
+
+TRANSCRIPT = transcript()
+
+
+def render_event(event):
+    return TRANSCRIPT.render(event)
+
+
+def render_events(console, events):
+    TRANSCRIPT.print(console, events)
 
 
 def printed(*renderables) -> str:
@@ -315,3 +342,50 @@ def test_render_events_accepts_logged_event_objects(host):
     console = Console(file=io.StringIO(), width=100, color_system=None)
     render_events(console, session.events)
     assert "from the log" in console.file.getvalue()
+
+
+# --- plugins register renderers -------------------------------------------------------------------------
+
+
+class Custom:
+    """A throwaway plugin rendering its own event type and its own context kind."""
+
+    @hookimpl
+    def dsh_register_renderers(self, register):
+        register("custom/ping", lambda data, transcript: [render.notice(f"ping {data.get('n')}")])
+
+    @hookimpl
+    def dsh_register_context_renderers(self, register):
+        register("custom", lambda meta: render.card(f"custom card {meta.get('n')}") if "n" in meta else None)
+
+
+def test_plugins_render_their_events_and_contexts():
+    custom = transcript(Custom())
+    out = printed(*custom.render({"type": "custom/ping", "data": {"n": 7}}))
+    assert "ping 7" in out
+    assert printed(*render_event({"type": "custom/ping", "data": {"n": 7}})) == ""  # without the plugin
+    envelope = {"displayContent": [text("question")], "prefixContexts": [{"meta": {"kind": "custom", "n": 1}}]}
+    out = printed(*custom.render(user([text("baked")], envelope=envelope)))
+    assert "question" in out and "custom card 1" in out and "baked" not in out
+    assert "custom card 2" in printed(*custom.render(context([text("hidden")], {"kind": "custom", "n": 2})))
+    # An invalid meta of the kind falls back to the generic context block.
+    assert "Context · workspace" in printed(*custom.render(context([text("shown")], {"kind": "custom"})))
+
+
+def test_a_type_or_kind_registered_twice_is_an_error():
+    with pytest.raises(ValueError, match="'user/message' events is already registered"):
+
+        class Twice:
+            @hookimpl
+            def dsh_register_renderers(self, register):
+                register("user/message", lambda data, transcript: [])
+
+        transcript(Twice())
+    with pytest.raises(ValueError, match="'session-reference' contexts is already registered"):
+
+        class TwiceContext:
+            @hookimpl
+            def dsh_register_context_renderers(self, register):
+                register("session-reference", lambda meta: None)
+
+        transcript(TwiceContext())

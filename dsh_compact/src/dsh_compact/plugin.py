@@ -3,7 +3,8 @@
 Mounting validates `[plugins.compact]`, registers the `compact` service, and registers the
 automatic triggers as a separate plugin object (only when `auto` is true), so a host with
 `auto = false` never runs them. The plugin also adds `dsh compact SESSION_ID`, `/compact`, and
-the compaction bracket's rules to `dsh sessions check`.
+the compaction bracket's rules to `dsh sessions check`, shows `compact/end` in the transcript,
+and marks its summary requests with a header.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_compact.cli import compact_command, compact_slash_command
 from dsh_compact.config import load_compact_config
+from dsh_compact.display import COMPACTION_HEADER, render_compact_end
 from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.service import CompactionService
-from dsh_compact.summarizer import ModelSummarizer
+from dsh_compact.summarizer import PURPOSE, ModelSummarizer
 from dsh_compact.targets import ModelTarget
 from dsh_host.errors import ConfigError
 from dsh_host.hookspecs import hookimpl
@@ -97,3 +99,15 @@ def dsh_register_slash_commands(register: Any) -> None:
 def dsh_log_invariants() -> tuple[Any, ...]:
     """The compaction bracket's rules (`dsh_compact.invariant`)."""
     return (check_compactions,)
+
+
+@hookimpl
+def dsh_register_renderers(register: Any) -> None:
+    """Show `compact/end` in the transcript (`compact/start` prints nothing)."""
+    register("compact/end", render_compact_end)
+
+
+@hookimpl
+def dsh_model_request_headers(provider: str, request: Any) -> dict[str, str] | None:
+    """Mark summary requests with `x-deepseek-harness-compact: 1`."""
+    return {COMPACTION_HEADER: "1"} if request.purpose == PURPOSE else None

@@ -56,3 +56,32 @@ def dsh_register_models(register):
 
     register("scripted", scripted.create)
     register("openai", openai.create)
+
+
+# The host's own commands, slash commands and transcript renderers go through the same hooks as a
+# plugin's. `tryfirst` keeps them ahead of the plugins' (`/help` lists the host's commands
+# first). Imports are deferred: a host that never builds a CLI or a UI never loads them.
+
+
+@hookimpl(tryfirst=True)
+def dsh_register_commands(cli):
+    from dsh_host.cli import chat, demo, info, run, sessions
+
+    for command in (info.plugins, info.config, sessions.sessions, run.run, demo.demo, chat.chat):
+        cli.add_command(command)
+
+
+@hookimpl(tryfirst=True)
+def dsh_register_slash_commands(register):
+    from dsh_host.tui.commands import BUILTIN_COMMANDS
+
+    for name, help_text, handler in BUILTIN_COMMANDS:
+        register(name, help_text, handler)
+
+
+@hookimpl(tryfirst=True)
+def dsh_register_renderers(register):
+    from dsh_host.tui.render import HOST_RENDERERS
+
+    for event_type, render in HOST_RENDERERS.items():
+        register(event_type, render)

@@ -314,3 +314,64 @@ def dsh_session_event(session, event):
     append to the session itself. Notification: the result is ignored and an exception is
     logged and contained; when no plugin implements this hook, appends publish nothing.
     """
+
+
+# -- what plugins own in the terminal UI and in model requests (no-plugin-names) ---------------
+
+
+@hookspec
+def dsh_register_renderers(register):
+    """Register how logged events of a type look in the terminal transcript.
+
+    Called once per transcript (the chat UI when it starts, `dsh demo` when it prints a turn),
+    on every registered plugin; the host registers its own event types (messages, tool calls,
+    turn ends) through this hook too. `register(event_type, render)` adds the renderer of
+    `event_type`; `render(data, transcript)` gets the event's data mapping and the
+    `dsh_host.Transcript` (for `transcript.render_context(context)`) and returns a list of rich
+    renderables, empty to print nothing. Every string taken from the event must pass
+    `dsh_host.display_text` and be wrapped in `rich.text.Text`, never markup. An event type
+    nobody registered prints nothing; registering a type twice is an error. The hook's own
+    result is ignored.
+    """
+
+
+@hookspec
+def dsh_register_context_renderers(register):
+    """Register how contexts of a kind look in the terminal transcript.
+
+    Called once per transcript, on every registered plugin. `register(kind, render)` handles
+    the contexts whose `meta.kind` is `kind` (a prompt-prefix context baked into a user or
+    steering message, or a separate `context/message`); `render(meta)` returns one rich
+    renderable, or None when `meta` is not a valid one of its kind. A context nobody renders
+    shows as the host's default: nothing for a prefix context (its baked text is never shown),
+    a dim `Context · <source>` block for a separate context message. Registering a kind twice
+    is an error. The hook's own result is ignored.
+    """
+
+
+@hookspec
+def dsh_register_completions(host, register):
+    """Register sources of `@` mention completions for the terminal UI's editor.
+
+    Called once when the terminal UI starts on `host`, on every registered plugin (a plugin
+    finds its own services on `host`). `register(complete, hint=None)` adds a source:
+    `async complete(agent, token, signal)` gets the chat's current agent, the
+    `dsh_host.AtToken` ending at the cursor and an `asyncio.Event` set when typing moves on,
+    and returns a list of `dsh_host.MentionCompletion`; `hint` is the line `/help` shows for
+    the syntax (`@name mentions another session`). The editor offers the host's file matches
+    first, then every source's items in registration order; a source that fails or is
+    abandoned offers nothing. The hook's own result is ignored.
+    """
+
+
+@hookspec
+def dsh_model_request_headers(provider, request):
+    """Add HTTP headers to one model request.
+
+    Called by HTTP model adapters (the OpenAI-compatible `openai` one) once per request, just
+    before it is sent, on every registered plugin. `provider` is the adapter's provider name
+    and `request` the `dsh_host.ModelRequest` (its `purpose` says what the call is for:
+    `"compaction"` for a summary). Return a mapping of header name to value, or None to add
+    nothing; the mappings are merged in call order, and the adapter's own headers
+    (authorization, content type) always win.
+    """

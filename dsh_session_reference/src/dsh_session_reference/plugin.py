@@ -1,15 +1,21 @@
-"""The `session-reference` plugin: mounts the service and the `dsh ref` commands."""
+"""The `session-reference` plugin: the service, `dsh ref`, and its terminal UI parts.
+
+Besides the service and the commands it registers how reference contexts look in the
+transcript (the `Referenced sessions · ...` card) and the `@` session completion source.
+"""
 
 from __future__ import annotations
 
 from dsh_host import hookimpl
 from dsh_host.settings import read_int, reject_unknown
+from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.service import (
     DEFAULT_CANDIDATE_LIMIT,
     DEFAULT_MAX_REFERENCE_BYTES,
     MAX_REFERENCES,
     SessionReferenceService,
 )
+from dsh_session_reference.terminal import HINT, SessionCompletions, render_reference
 
 TABLE = "plugins.session-reference"
 SERVICE = "session_references"
@@ -35,3 +41,17 @@ def dsh_register_commands(cli):
     from dsh_session_reference.cli import ref
 
     cli.add_command(ref)
+
+
+@hookimpl
+def dsh_register_context_renderers(register):
+    """Show a reference context as its `Referenced sessions · ...` card."""
+    register(META_KIND, render_reference)
+
+
+@hookimpl
+def dsh_register_completions(host, register):
+    """Offer the other sessions of `host` for an unquoted `@` token."""
+    service = host.services.get(SERVICE)
+    if service is not None:
+        register(SessionCompletions(service), HINT)

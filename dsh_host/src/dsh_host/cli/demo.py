@@ -4,6 +4,10 @@ A source session talks for a few turns on the scripted model and is compacted; a
 session's prompt mentions it; one turn runs. The demo prints the source's log and current
 surface, the target's turn as the terminal UI renders it, and the exact model request the
 target sent: the snapshot, the delimiter and the prompt in one user message.
+
+The demo names no plugin: it mounts the standard features that are installed and asks the
+host for the two services it needs by what they provide (a compaction service and a service
+that writes session mentions), saying which is missing.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import click
 from rich.console import Console
@@ -25,7 +29,26 @@ from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.tui.terminal_text import display_inline_text, display_text
 
-REQUIRED = ("compact", "session-reference")
+
+@runtime_checkable
+class Compactor(Protocol):
+    """A compaction service: folds a session's older history into one checkpoint, now."""
+
+    async def compact_now(self, target: Any, *, retain_tokens: int | None = None) -> Any: ...
+
+
+@runtime_checkable
+class SessionMentions(Protocol):
+    """A session-reference service: writes the mention that brings a session into a message."""
+
+    def format_mention(self, session_id: str, label: str | None = None) -> str: ...
+
+
+REQUIRED: tuple[tuple[str, type], ...] = (
+    ("a compaction service (compact_now)", Compactor),
+    ("a session-reference service (format_mention)", SessionMentions),
+)
+"""What the demo needs, as (what to call it when missing, the protocol a service must provide)."""
 
 SOURCE_TURNS = (
     "We are choosing a storage engine for the session log. Requirements: append-only writes, crash safety, "
@@ -54,15 +77,13 @@ class DemoError(DshError):
 @click.pass_obj
 def demo(host: Host, data_dir: Path | None) -> None:
     """Run the keyless cross-session reference scenario and print what happened."""
-    missing = [name for name in REQUIRED if name not in host.installed]
-    if missing:
-        raise DemoError(f"dsh demo needs the {', '.join(missing)} plugin(s): pip install them first")
     # Absolute, so the printed `DSH_HOME=...` works from any directory.
     data_dir = (data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))).absolute()
-    env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": "fs-read,compact,session-reference"}
-    demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
+    # The standard features that are installed, whatever this host's configuration mounts.
+    demo_host = Host.start(load_config(env={"DSH_HOME": str(data_dir)}, cwd=Path(tempfile.gettempdir())))
     try:
-        asyncio.run(_scenario(demo_host, Console(highlight=False)))
+        compactor, mentions = required_services(demo_host)
+        asyncio.run(_scenario(demo_host, compactor, mentions, Console(highlight=False)))
     finally:
         demo_host.close()
     click.echo("")
@@ -70,7 +91,27 @@ def demo(host: Host, data_dir: Path | None) -> None:
     click.echo(f"  DSH_HOME={data_dir} dsh sessions list")
 
 
-async def _scenario(host: Host, console: Console) -> None:
+def find_service(host: Host, capability: type) -> Any:
+    """The first service registered on `host` that provides `capability` (a protocol), or None."""
+    for name in host.services:
+        service = host.services.get(name)
+        if isinstance(service, capability):
+            return service
+    return None
+
+
+def required_services(host: Host) -> list[Any]:
+    """The services `REQUIRED` names, in order; a `DemoError` says which are missing."""
+    found = [find_service(host, capability) for _, capability in REQUIRED]
+    missing = [what for (what, _), service in zip(REQUIRED, found, strict=True) if service is None]
+    if missing:
+        raise DemoError(
+            f"dsh demo needs {' and '.join(missing)}, which no mounted plugin provides: install the plugins that do"
+        )
+    return found
+
+
+async def _scenario(host: Host, compactor: Compactor, mentions: SessionMentions, console: Console) -> None:
     cwd = os.getcwd()
     source = host.sessions.create(cwd)
     agent = start_agent(host, source, model_spec="scripted", announce=False)
@@ -79,7 +120,7 @@ async def _scenario(host: Host, console: Console) -> None:
         await agent.wait_idle()
     await agent.dispose()
     # Keep only the latest exchange verbatim: everything older folds into the checkpoint.
-    result = await host.services.compact.compact_now(agent, retain_tokens=DEMO_RETAIN_TOKENS)
+    result = await compactor.compact_now(agent, retain_tokens=DEMO_RETAIN_TOKENS)
     await host.sessions.flush(source)
     _section(console, f"Source session {source.id}: its log ({source.seq} events)")
     for line in log_lines([json.loads(event.to_line()) for event in source.events]):
@@ -92,8 +133,7 @@ async def _scenario(host: Host, console: Console) -> None:
 
     target = host.sessions.create(cwd)
     target_agent = start_agent(host, target, model_spec="scripted", announce=False)
-    references = host.services.session_references
-    prompt = TARGET_PROMPT.format(mention=references.format_mention(source.id, "storage decisions"))
+    prompt = TARGET_PROMPT.format(mention=mentions.format_mention(source.id, "storage decisions"))
     _section(console, f"Target session {target.id}: the user types")
     console.out(display_text(prompt), highlight=False)
     content, contexts = await prepare_message(host, target_agent, prompt)
@@ -102,10 +142,10 @@ async def _scenario(host: Host, console: Console) -> None:
     await target_agent.dispose()
     await host.sessions.flush(target)
 
-    from dsh_host.tui.render import render_events
+    from dsh_host.tui.render import Transcript
 
     _section(console, "The target's turn, as the terminal UI renders it")
-    render_events(console, target.events)
+    Transcript(host.hook).print(console, target.events)
     _section(console, "The exact model request the target sent (last message)")
     request = _last_request(target_agent)
     last = request["messages"][-1]

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 import click
 
 from dsh_host import __version__
-from dsh_host.cli import chat, demo, info, run, sessions
+from dsh_host.cli import chat
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
@@ -101,7 +101,7 @@ def _logging_to_stderr(debug: bool) -> Iterator[None]:
 
 
 def build_cli(host: Host) -> click.Group:
-    """The root command group: built-in commands plus the mounted plugins' commands."""
+    """The root command group; its commands (the host's own and the plugins') come from `dsh_register_commands`."""
 
     @click.group(
         name="dsh",
@@ -116,8 +116,6 @@ def build_cli(host: Host) -> click.Group:
         if ctx.invoked_subcommand is None:
             chat.open_chat(host, session_id=None, continue_last=False)
 
-    for command in (info.plugins, info.config, sessions.sessions, run.run, demo.demo, chat.chat):
-        cli.add_command(command)
     host.hook.dsh_register_commands(cli=cli)
     return cli
 

@@ -15,7 +15,7 @@ import json
 import os
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_API_KEY_ENV = "DEEPSEEK_API_KEY"
-COMPACTION_HEADER = "x-deepseek-harness-compact"
 KNOWN_CONTEXT_WINDOWS = {"deepseek-chat": 128000, "deepseek-reasoner": 128000}
 
 DONE = "[DONE]"
@@ -414,7 +413,9 @@ class OpenAIAdapter:
 
     `backoff_base` and `backoff_cap` (seconds) shape the exponential backoff between retries; a
     server's `Retry-After` replaces it, unless it asks for more than `max_retry_after` seconds, in
-    which case the failure is reported at once.
+    which case the failure is reported at once. `extra_headers(request)` gives the headers
+    plugins add to a request (`create` wires it to the `dsh_model_request_headers` hook); the
+    adapter's own headers win over them.
     """
 
     def __init__(
@@ -429,6 +430,7 @@ class OpenAIAdapter:
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
         max_retry_after: float = 60.0,
+        extra_headers: Callable[[ModelRequest], Mapping[str, str]] = lambda request: {},
     ) -> None:
         self.api_key = api_key
         self.api_key_env = api_key_env
@@ -439,6 +441,7 @@ class OpenAIAdapter:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self._context_window = context_window
+        self._extra_headers = extra_headers
 
     def context_window(self, model: str) -> int | None:
         """The configured window, else the known window of a DeepSeek model, else None."""
@@ -471,14 +474,12 @@ class OpenAIAdapter:
             abort.close()
 
     def _headers(self, request: ModelRequest) -> dict[str, str]:
-        headers = {
+        return {
+            **self._extra_headers(request),
             "Authorization": f"Bearer {self.api_key}",
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
         }
-        if request.purpose == "compaction":
-            headers[COMPACTION_HEADER] = "1"
-        return headers
 
     async def _send(self, client: httpx.AsyncClient, request: httpx.Request, abort: _Abort) -> httpx.Response:
         attempt = 0
@@ -613,4 +614,14 @@ def create(host: Host, env: Mapping[str, str] | None = None) -> OpenAIAdapter:
         max_retries=max_retries,
         timeout=timeout,
         context_window=context_window,
+        extra_headers=lambda request: plugin_headers(host.hook, request),
     )
+
+
+def plugin_headers(hook: Any, request: ModelRequest) -> dict[str, str]:
+    """The headers every plugin's `dsh_model_request_headers` adds, merged in call order."""
+    headers: dict[str, str] = {}
+    for added in hook.dsh_model_request_headers(provider=request.provider, request=request):
+        if added:
+            headers.update(added)
+    return headers

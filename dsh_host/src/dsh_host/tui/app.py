@@ -4,8 +4,9 @@ The bottom of the terminal holds the live part (the streaming reply, the editor,
 menu, a status line); everything committed to the session log is printed above it once, with
 rich, through `run_in_terminal`, so the terminal's own scrollback keeps the conversation.
 
-Slash commands: `/help`, `/new`, `/sessions`, `/resume ID`, `/quit`, plus whatever mounted
-plugins register through `dsh_register_slash_commands` (compaction adds `/compact`). A handler
+Slash commands come from `dsh_register_slash_commands`: the host's own (`/help`, `/new`,
+`/sessions`, `/resume ID`, `/quit`, from `dsh_host.builtins`) and the mounted plugins'. The
+transcript's renderers and the `@` completion sources come from their hooks the same way. A handler
 gets this `ChatUI` (`host`, `session`, `agent`, `notice()`, `error()`, `print()`) and the
 argument text; a string it returns (or its awaitable resolves to) is shown as a notice, an
 exception as an error line.
@@ -48,11 +49,12 @@ from prompt_toolkit.styles import Style
 from rich.console import Console, RenderableType
 
 from dsh_host.asyncs import resolve
-from dsh_host.jstext import JS_WHITESPACE, iso_utc, js_trim
+from dsh_host.jstext import JS_WHITESPACE, js_trim
 from dsh_host.tui import render
-from dsh_host.tui.completion import MentionCompleter, SessionSource
+from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
-from dsh_host.tui.submit import Submitter, mention_syntax
+from dsh_host.tui.mentions import collect_sources
+from dsh_host.tui.submit import Submitter
 from dsh_host.tui.terminal_text import display_inline_text, display_text
 
 if TYPE_CHECKING:
@@ -234,12 +236,16 @@ class ChatUI:
         self._unsubscribe: list[Callable[[], None]] = []
         self.preview = StreamPreview()
         self.commands = self._collect_commands()
+        self.transcript = render.Transcript(host.hook)
+        sources = collect_sources(host)
+        self.mention_hints = [source.hint for source in sources if source.hint]
         self.session = session
         self.agent = agent_factory(host, session)
         self.completer = MentionCompleter(
             _file_search(session),
             commands=self.commands.names_and_help,
-            sessions=self._session_source(),
+            sources=sources,
+            target=lambda: self.agent,
             on_abandoned=self._complete_again,
         )
         self.buffer = Buffer(
@@ -344,11 +350,6 @@ class ChatUI:
 
     def _collect_commands(self) -> SlashCommands:
         commands = SlashCommands()
-        commands.register("help", "List the commands", _help)
-        commands.register("new", "Start a new session", _new)
-        commands.register("sessions", "List stored sessions", _sessions)
-        commands.register("resume", "Switch to a stored session: /resume ID", _resume)
-        commands.register("quit", "Leave the chat", lambda ui, _: ui.exit())
         self.host.hook.dsh_register_slash_commands(register=commands.register)
         return commands
 
@@ -382,18 +383,11 @@ class ChatUI:
         await self.host.sessions.flush(self.session)
 
     def _replay(self) -> None:
-        self.print(*(r for event in self.session.events for r in render.render_event(event)))
+        self.print(*(r for event in self.session.events for r in self.transcript.render(event)))
 
     def _banner(self) -> RenderableType:
         features = [plugin.name for plugin in self.host.mounted]
         return render.banner(model_label(self.agent), self.session.id, features, self.session.cwd)
-
-    def _session_source(self) -> SessionSource | None:
-        service = self.host.services.get("session_references")
-        mentions = mention_syntax(service)
-        if mentions is None:
-            return None
-        return SessionSource(service, lambda: self.agent, mentions.format_mention)
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -403,7 +397,7 @@ class ChatUI:
         else:
             if event.type in ("assistant/message", "turn/end"):
                 self.preview.clear()
-            renderables = render.render_event(event)
+            renderables = self.transcript.render(event)
             if renderables:
                 self.print(*renderables)
         self.app.invalidate()
@@ -532,35 +526,6 @@ def _keep(tasks: set[asyncio.Future[Any]], task: asyncio.Future[Any]) -> None:
     # The loop holds tasks weakly; keep each one until it is done.
     tasks.add(task)
     task.add_done_callback(tasks.discard)
-
-
-# --- built-in commands ----------------------------------------------------------------------------
-
-
-def _help(ui: ChatUI, _: str) -> None:
-    lines = [f"/{c.name}  {c.help}" for c in ui.commands]
-    lines.append("@path mentions a file · @name mentions another session · Alt+Enter inserts a newline")
-    ui.notice("\n".join(lines))
-
-
-async def _new(ui: ChatUI, _: str) -> None:
-    await ui.switch_to(ui.host.sessions.create(os.getcwd()), replay=False)
-
-
-async def _sessions(ui: ChatUI, _: str) -> None:
-    records = await ui.host.services.session_query.list_sessions()
-    rows = [(r.id, iso_utc(r.created_at), r.cwd, r.title) for r in records]
-    ui.print(render.session_listing(rows, ui.session.id))
-
-
-async def _resume(ui: ChatUI, argument: str) -> None:
-    if not argument:
-        ui.error("Usage: /resume ID (see /sessions)")
-        return
-    if argument == ui.session.id:
-        ui.notice(f"Already in session {argument}.")
-        return
-    await ui.switch_to(await ui.host.sessions.resume(argument), replay=True)
 
 
 # --- entry points ---------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The editor's completer: slash commands, and `@` mentions of files and sessions.
+"""The editor's completer: slash commands, and `@` mentions of files and of what plugins offer.
 
-An `@` token completes workspace files and, when the session-reference service is mounted and
-the token is not quoted, other sessions. Both lookups run as one asyncio task that is abandoned
-as soon as typing moves on: `supersede()` (wired to every edit) sets the cancel signal the
-candidate lookup was given, so a slow store never holds the menu on stale text. prompt_toolkit
+An `@` token completes workspace files (the host's own) and whatever the completion sources
+plugins register through `dsh_register_completions` offer (session-reference offers other
+sessions). All lookups run as one asyncio task that is abandoned as soon as typing moves on:
+`supersede()` (wired to every edit) sets the cancel signal every source was given, so a slow
+store never holds the menu on stale text. prompt_toolkit
 runs one completion at a time and drops requests made meanwhile, so an abandoned request calls
 `on_abandoned` afterwards, for the editor to ask again about the text it holds now.
 """
@@ -12,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from dsh_host.asyncs import abandon_on
-from dsh_host.jstext import JS_WHITESPACE, iso_utc
+from dsh_host.jstext import JS_WHITESPACE
 from dsh_host.tui.file_search import (
     AtToken,
     FileMatch,
@@ -29,28 +29,18 @@ from dsh_host.tui.file_search import (
     active_at_token,
     format_file_mention,
 )
+from dsh_host.tui.mentions import MentionCompletion, RegisteredSource
 from dsh_host.tui.terminal_text import display_inline_text
 
 log = logging.getLogger("dsh.tui")
-
-
-@dataclass(frozen=True)
-class SessionSource:
-    """Where session candidates come from: the service, the target, and the mention format.
-
-    `target()` is read on every request because `/new` and `/resume` replace the agent.
-    """
-
-    service: Any
-    target: Callable[[], Any]
-    format_mention: Callable[[str, str | None], str]
 
 
 class MentionCompleter(Completer):
     """Completes `/commands` at the start of the input and `@` mentions anywhere.
 
     `files` is the workspace search in use; the chat replaces it when it moves to a session
-    in another directory.
+    in another directory. Each of `sources` is asked with `target()`, read on every request
+    because `/new` and `/resume` replace the agent.
     """
 
     def __init__(
@@ -58,12 +48,14 @@ class MentionCompleter(Completer):
         files: WorkspaceFileSearch,
         *,
         commands: Callable[[], Iterable[tuple[str, str]]],
-        sessions: SessionSource | None = None,
+        sources: Sequence[RegisteredSource] = (),
+        target: Callable[[], Any] = lambda: None,
         on_abandoned: Callable[[], None] | None = None,
     ) -> None:
         self.files = files
         self._commands = commands
-        self._sessions = sessions
+        self._sources = tuple(sources)
+        self._target = target
         self._on_abandoned = on_abandoned
         self._cancel: asyncio.Event | None = None
 
@@ -89,20 +81,18 @@ class MentionCompleter(Completer):
             return
         self.supersede()
         cancel = self._cancel = asyncio.Event()
+        lookups = [self._find_files(token, cancel)]
+        lookups += [self._ask(source, token, cancel) for source in self._sources]
         try:
-            files, sessions = await abandon_on(
-                cancel,
-                asyncio.gather(self._find_files(token, cancel), self._find_sessions(token, cancel)),
-                FileSearchCancelled,
-            )
+            found = await abandon_on(cancel, asyncio.gather(*lookups), FileSearchCancelled)
         except FileSearchCancelled:
-            files, sessions = [], []
+            found = []
         if cancel.is_set():
-            files, sessions = [], []
+            found = []
             if self._on_abandoned is not None:
                 # Scheduled, not called: the editor accepts a new request only once this one returns.
                 asyncio.get_running_loop().call_soon(self._on_abandoned)
-        for completion in (*files, *sessions, *base):
+        for completion in (*(item for items in found for item in items), *base):
             yield completion
 
     def _command_completions(self, document: Document) -> Iterator[Completion]:
@@ -127,16 +117,12 @@ class MentionCompleter(Completer):
             return []
         return [item for match in matches if (item := _file_completion(token, match)) is not None]
 
-    async def _find_sessions(self, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
-        if self._sessions is None or token.quoted:
-            return []
-        source = self._sessions
+    async def _ask(self, source: RegisteredSource, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
         try:
-            candidates = await source.service.list_candidates(source.target(), token.query, None, cancel)
-            # Inside the guard too: a stored time beyond what a date can hold must not break typing.
-            return [_session_completion(token, candidate, source.format_mention) for candidate in candidates]
-        except Exception:  # failures (cancellation included) just offer no sessions
-            log.debug("session candidates failed for %r", token.query, exc_info=True)
+            items = await source.complete(self._target(), token, cancel)
+            return [_mention_completion(token, item) for item in items]
+        except Exception:  # failures (cancellation included) just offer nothing from this source
+            log.debug("mention completion failed for %r", token.query, exc_info=True)
             return []
 
 
@@ -158,18 +144,5 @@ def _file_completion(token: AtToken, match: FileMatch) -> Completion | None:
     )
 
 
-def _session_completion(token: AtToken, candidate: Any, format_mention: Callable[..., str]) -> Completion:
-    # The label is escaped before it becomes the mention label, so the readable `@label` the
-    # model and the transcript see is inert; the URI keeps the raw id.
-    label = display_inline_text(candidate.label)
-    parts = []
-    if candidate.label != candidate.session_id:
-        parts.append(display_inline_text(candidate.session_id))
-    parts.append(display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)")
-    parts.append(iso_utc(candidate.created_at))
-    return Completion(
-        format_mention(candidate.session_id, label) + " ",
-        start_position=-len(token.prefix),
-        display=f"Session · {label}",
-        display_meta=" · ".join(parts),
-    )
+def _mention_completion(token: AtToken, item: MentionCompletion) -> Completion:
+    return Completion(item.value, start_position=-len(token.prefix), display=item.display, display_meta=item.meta)

@@ -5,14 +5,16 @@ renderables once and is never redrawn. Every string taken from an event passes t
 `terminal_text` and is wrapped in `rich.text.Text` (never markup), so neither terminal controls
 nor rich's `[style]` syntax in a message can take effect.
 
-User and steering messages show their display content (the envelope's `displayContent` when
-present), never a baked prompt-prefix snapshot; session-reference contexts show as one dim
-`Referenced sessions · ...` card line instead.
+Which renderer an event type gets, and how a context of a kind is shown, is registered through
+the `dsh_register_renderers` and `dsh_register_context_renderers` hooks: the host registers its
+own event types (`HOST_RENDERERS`, from `dsh_host.builtins`), plugins theirs. User and steering
+messages show their display content (the envelope's `displayContent` when present), never a
+baked prompt-prefix snapshot; a prefix context shows only as what its kind's renderer draws.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.box import Box
@@ -63,45 +65,59 @@ def join_display_text(blocks: Any) -> str:
     return "".join(parts)
 
 
-def reference_card(meta: Any) -> str | None:
-    """The `Referenced sessions · ...` line for a session-reference meta, or None if invalid.
+EventRenderer = Callable[[Mapping[str, Any], "Transcript"], "list[RenderableType]"]
+"""`render(data, transcript)`: the renderables one logged event of a type prints (often none)."""
 
-    Valid means `kind == "session-reference"` and a `references` list whose every entry has a
-    string `sessionId` and a string `label`; one bad entry invalidates the whole card.
+ContextRenderer = Callable[[Mapping[str, Any]], "RenderableType | None"]
+"""`render(meta)`: how a context of a kind is shown, or None when the meta is not valid for it."""
+
+
+class Transcript:
+    """How logged events look in the transcript, as the host and its plugins registered it.
+
+    Built from a host's hook relay: `dsh_register_renderers` gives one renderer per event type,
+    `dsh_register_context_renderers` one per context kind (`meta.kind`).
     """
-    if not isinstance(meta, Mapping) or meta.get("kind") != "session-reference":
-        return None
-    references = meta.get("references")
-    if not isinstance(references, Sequence) or isinstance(references, str):
-        return None
-    entries = []
-    for ref in references:
-        if not isinstance(ref, Mapping):
-            return None
-        session_id, label = ref.get("sessionId"), ref.get("label")
-        if not isinstance(session_id, str) or not isinstance(label, str):
-            return None
-        entries.append(display_text(session_id if label == session_id else f"{label} ({session_id})"))
-    return "Referenced sessions · " + ", ".join(entries)
 
+    def __init__(self, hook: Any) -> None:
+        self._events: dict[str, EventRenderer] = {}
+        self._contexts: dict[str, ContextRenderer] = {}
+        hook.dsh_register_renderers(register=self._register_event)
+        hook.dsh_register_context_renderers(register=self._register_context)
 
-def render_event(event: Any) -> list[RenderableType]:
-    """What the transcript prints for one logged event (often nothing).
+    def _register_event(self, event_type: str, render: EventRenderer) -> None:
+        if event_type in self._events:
+            raise ValueError(f"a renderer for {event_type!r} events is already registered")
+        self._events[event_type] = render
 
-    `event` is a session `Event` or its log form (a mapping with `type` and `data`).
-    """
-    kind, data = _type_and_data(event)
-    if not isinstance(data, Mapping):
-        return []
-    renderer = _RENDERERS.get(kind)
-    return renderer(data) if renderer is not None else []
+    def _register_context(self, kind: str, render: ContextRenderer) -> None:
+        if kind in self._contexts:
+            raise ValueError(f"a renderer for {kind!r} contexts is already registered")
+        self._contexts[kind] = render
 
+    def render(self, event: Any) -> list[RenderableType]:
+        """What the transcript prints for one logged event (often nothing).
 
-def render_events(console: Console, events: Iterable[Any]) -> None:
-    """Print stored events as the chat transcript shows them (stream chunks are skipped)."""
-    for event in events:
-        for renderable in render_event(event):
-            console.print(renderable)
+        `event` is a session `Event` or its log form (a mapping with `type` and `data`).
+        """
+        kind, data = _type_and_data(event)
+        if not isinstance(data, Mapping) or not isinstance(kind, str):
+            return []
+        renderer = self._events.get(kind)
+        return list(renderer(data, self)) if renderer is not None else []
+
+    def render_context(self, context: Any) -> RenderableType | None:
+        """How `context` is shown by the renderer of its `meta.kind`; None when nobody shows it."""
+        meta = context.get("meta") if isinstance(context, Mapping) else None
+        kind = meta.get("kind") if isinstance(meta, Mapping) else None
+        renderer = self._contexts.get(kind) if isinstance(kind, str) else None
+        return renderer(meta) if renderer is not None else None
+
+    def print(self, console: Console, events: Iterable[Any]) -> None:
+        """Print stored events as the chat transcript shows them (stream chunks are skipped)."""
+        for event in events:
+            for renderable in self.render(event):
+                console.print(renderable)
 
 
 def notice(text: str) -> RenderableType:
@@ -112,6 +128,11 @@ def notice(text: str) -> RenderableType:
 def error(text: str) -> RenderableType:
     """An error line."""
     return _block(Text(display_text(text), style=ERROR_STYLE))
+
+
+def card(text: str) -> RenderableType:
+    """A dim one-item line (a context's summary card); `text` must already be escaped."""
+    return _block(Text(text, style=CARD_STYLE))
 
 
 def banner(model: str, session_id: str, features: Sequence[str], cwd: str | None) -> RenderableType:
@@ -156,7 +177,7 @@ def _block(renderable: RenderableType) -> RenderableType:
     return Padding(renderable, (1, 0, 0, 1), expand=False)
 
 
-def _message(label: str, style: str, data: Mapping[str, Any]) -> list[RenderableType]:
+def _message(label: str, style: str, data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
     out: list[RenderableType] = []
     text = display_text(js_trim(join_display_text(display_prompt_content(data))))
     if text:
@@ -167,27 +188,27 @@ def _message(label: str, style: str, data: Mapping[str, Any]) -> list[Renderable
     contexts = envelope.get("prefixContexts") if isinstance(envelope, Mapping) else None
     if isinstance(contexts, Sequence):
         for context in contexts:
-            card = reference_card(context.get("meta")) if isinstance(context, Mapping) else None
-            if card is not None:
-                out.append(_block(Text(card, style=CARD_STYLE)))
+            shown = transcript.render_context(context)
+            if shown is not None:
+                out.append(shown)
     return out
 
 
-def _user_message(data: Mapping[str, Any]) -> list[RenderableType]:
+def _user_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
     source = data.get("source")
     plugin = _plugin_of(source)
-    return _message("You" if plugin is None else f"Message · {plugin}", USER_STYLE, data)
+    return _message("You" if plugin is None else f"Message · {plugin}", USER_STYLE, data, transcript)
 
 
-def _steering_message(data: Mapping[str, Any]) -> list[RenderableType]:
+def _steering_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
     plugin = _plugin_of(data.get("source"))
-    return _message("Steering" if plugin is None else f"Steering · {plugin}", STEERING_STYLE, data)
+    return _message("Steering" if plugin is None else f"Steering · {plugin}", STEERING_STYLE, data, transcript)
 
 
-def _context_message(data: Mapping[str, Any]) -> list[RenderableType]:
-    card = reference_card(data.get("meta"))
-    if card is not None:
-        return [_block(Text(card, style=CARD_STYLE))]
+def _context_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
+    shown = transcript.render_context(data)
+    if shown is not None:
+        return [shown]
     label = _plugin_of(data.get("source")) or "context"
     body = Text.assemble((f"Context · {label}", "bold dim"))
     text = display_text(js_trim(join_display_text(data.get("content"))))
@@ -196,7 +217,7 @@ def _context_message(data: Mapping[str, Any]) -> list[RenderableType]:
     return [_block(body)]
 
 
-def _assistant_message(data: Mapping[str, Any]) -> list[RenderableType]:
+def _assistant_message(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
     content = data.get("content")
     if not isinstance(content, Sequence) or isinstance(content, str):
         return []
@@ -215,14 +236,14 @@ def _assistant_message(data: Mapping[str, Any]) -> list[RenderableType]:
     return [_block(Group(Text("Assistant", style=ASSISTANT_STYLE), body))]
 
 
-def _tool_call(data: Mapping[str, Any]) -> list[RenderableType]:
+def _tool_call(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
     arguments = _clip(display_inline_text(_string(data.get("arguments"))), _TOOL_ARGUMENTS_WIDTH)
     line = Text.assemble(("⏺ ", "cyan"), (display_inline_text(_string(data.get("name"))), "bold"))
     line.append(f"({arguments})", style="dim")
     return [_block(line)]
 
 
-def _tool_result(data: Mapping[str, Any]) -> list[RenderableType]:
+def _tool_result(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
     failed = data.get("isError") is True
     lines = js_trim(join_display_text(data.get("content"))).split("\n")
     first = _clip(display_inline_text(lines[0]), _TOOL_OUTPUT_WIDTH) or "(no output)"
@@ -234,11 +255,11 @@ def _tool_result(data: Mapping[str, Any]) -> list[RenderableType]:
     return [Padding(line, (0, 0, 0, 1), expand=False)]
 
 
-def _prompt_blocked(data: Mapping[str, Any]) -> list[RenderableType]:
+def _prompt_blocked(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
     return [error(f"Prompt blocked: {_string(data.get('reason'))}")]
 
 
-def _turn_end(data: Mapping[str, Any]) -> list[RenderableType]:
+def _turn_end(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
     reason = data.get("reason")
     kind = reason.get("kind") if isinstance(reason, Mapping) else None
     if kind == "error":
@@ -254,14 +275,7 @@ def _turn_end(data: Mapping[str, Any]) -> list[RenderableType]:
     return [notice(messages[kind])] if kind in messages else []
 
 
-def _compact_end(data: Mapping[str, Any]) -> list[RenderableType]:
-    failure = data.get("error")
-    if isinstance(failure, str):
-        return [error(f"Compaction failed: {failure}")]
-    return [notice("Conversation compacted.")]
-
-
-_RENDERERS = {
+HOST_RENDERERS: Mapping[str, EventRenderer] = {
     "user/message": _user_message,
     "steering/message": _steering_message,
     "context/message": _context_message,
@@ -270,8 +284,8 @@ _RENDERERS = {
     "tool/result": _tool_result,
     "prompt/blocked": _prompt_blocked,
     "turn/end": _turn_end,
-    "compact/end": _compact_end,
 }
+"""The renderers of the host's own event types (registered from `dsh_host.builtins`)."""
 
 
 def _type_and_data(event: Any) -> tuple[Any, Any]:

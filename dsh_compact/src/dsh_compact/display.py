@@ -1,0 +1,19 @@
+"""What compaction shows in the terminal transcript and adds to the model requests it makes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh_host import transcript_error, transcript_notice
+
+COMPACTION_HEADER = "x-deepseek-harness-compact"
+"""Marks a summary request, so DeepSeek's harness endpoint tells it from a loop step."""
+
+
+def render_compact_end(data: Mapping[str, Any], transcript: Any) -> list[Any]:
+    """`compact/end`: the failure, or that the conversation was compacted."""
+    failure = data.get("error")
+    if isinstance(failure, str):
+        return [transcript_error(f"Compaction failed: {failure}")]
+    return [transcript_notice("Conversation compacted.")]

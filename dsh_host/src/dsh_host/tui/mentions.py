@@ -1,0 +1,46 @@
+"""What a mention completion source offers the editor (see the `dsh_register_completions` hook)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_host.tui.file_search import AtToken
+
+
+@dataclass(frozen=True)
+class MentionCompletion:
+    """One item of the `@` menu: `value` replaces the token; `display` and `meta` are shown.
+
+    `display` and `meta` reach the terminal: escape untrusted text in them with
+    `display_inline_text`. `value` goes into the editor as is (end it with a space to close
+    the mention).
+    """
+
+    value: str
+    display: str
+    meta: str = ""
+
+
+CompletionSource = Callable[[Any, AtToken, Any], Awaitable[Sequence[MentionCompletion]]]
+"""`await complete(agent, token, signal)`: the items a plugin offers for the `@` token at the cursor."""
+
+
+@dataclass(frozen=True)
+class RegisteredSource:
+    """A completion source with the `/help` line that explains its syntax."""
+
+    complete: CompletionSource
+    hint: str | None = None
+
+
+def collect_sources(host: Any) -> list[RegisteredSource]:
+    """Every source the host and its plugins register through `dsh_register_completions`."""
+    sources: list[RegisteredSource] = []
+
+    def register(complete: CompletionSource, hint: str | None = None) -> None:
+        sources.append(RegisteredSource(complete, hint))
+
+    host.hook.dsh_register_completions(host=host, register=register)
+    return sources

@@ -1,0 +1,72 @@
+"""Session references in the terminal UI: the transcript's card line and the `@` session menu.
+
+The plugin registers both through the host's hooks (spec 9.2 and 9.4): `render_reference` for
+contexts whose `meta.kind` is `session-reference`, `SessionCompletions` as a mention source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dsh_host import MentionCompletion, display_inline_text, display_text, iso_utc, transcript_card
+from dsh_session_reference.frame import META_KIND
+from dsh_session_reference.mentions import format_mention
+
+HINT = "@name mentions another session"
+
+
+def reference_card(meta: Any) -> str | None:
+    """The `Referenced sessions · ...` line for a session-reference meta, or None if invalid.
+
+    Valid means `kind == "session-reference"` and a `references` list whose every entry has a
+    string `sessionId` and a string `label`; one bad entry invalidates the whole card.
+    """
+    if not isinstance(meta, Mapping) or meta.get("kind") != META_KIND:
+        return None
+    references = meta.get("references")
+    if not isinstance(references, Sequence) or isinstance(references, str):
+        return None
+    entries = []
+    for ref in references:
+        if not isinstance(ref, Mapping):
+            return None
+        session_id, label = ref.get("sessionId"), ref.get("label")
+        if not isinstance(session_id, str) or not isinstance(label, str):
+            return None
+        entries.append(display_text(session_id if label == session_id else f"{label} ({session_id})"))
+    return "Referenced sessions · " + ", ".join(entries)
+
+
+def render_reference(meta: Mapping[str, Any]) -> Any:
+    """The card of a reference context as a transcript item, or None for an invalid meta."""
+    card = reference_card(meta)
+    return transcript_card(card) if card is not None else None
+
+
+class SessionCompletions:
+    """The `@` completion source offering other sessions (only for an unquoted token)."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+
+    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[MentionCompletion]:
+        if token.quoted:
+            return []
+        candidates = await self._service.list_candidates(agent, token.query, None, signal)
+        return [candidate_completion(candidate) for candidate in candidates]
+
+
+def candidate_completion(candidate: Any) -> MentionCompletion:
+    """One menu item: `Session · <label>`, the id (when it differs), cwd and creation time."""
+    # The label is escaped before it becomes the mention label, so the readable `@label` the
+    # model and the transcript see is inert; the URI keeps the raw id.
+    label = display_inline_text(candidate.label)
+    parts = []
+    if candidate.label != candidate.session_id:
+        parts.append(display_inline_text(candidate.session_id))
+    parts.append(display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)")
+    parts.append(iso_utc(candidate.created_at))
+    return MentionCompletion(
+        format_mention(candidate.session_id, label) + " ", display=f"Session · {label}", meta=" · ".join(parts)
+    )
