@@ -25,14 +25,12 @@ from dsh_session_reference import SessionReferenceService, tag_safe_json
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
 
-LOGS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "reference-logs"
-LOG_PATHS = sorted(LOGS_DIR.glob("*.jsonl"))
 PREFIX_END = "<referenced-sessions>\n"
 SUFFIX = "\n</referenced-sessions>"
 
 
-def test_the_reference_logs_are_there() -> None:
-    assert len(LOG_PATHS) >= 50, f"reference logs missing under {LOGS_DIR}"
+def test_the_reference_logs_are_there(reference_logs: list[Path]) -> None:
+    assert len(reference_logs) >= 50
 
 
 @pytest.fixture
@@ -97,11 +95,10 @@ def data_of(prompt: str) -> list[dict[str, Any]]:
     return json.loads(prompt[start : -len(SUFFIX)])
 
 
-@pytest.mark.parametrize("path", LOG_PATHS, ids=[p.stem for p in LOG_PATHS])
-async def test_reference_log_snapshot_holds_its_surface_text(host: Host, path: Path) -> None:
-    parsed = import_log(host, path)
+async def test_reference_log_snapshot_holds_its_surface_text(host: Host, reference_log: Path) -> None:
+    parsed = import_log(host, reference_log)
     target = host.sessions.create("/target", "reference-log-target")
-    label = f"log {path.stem}"
+    label = f"log {reference_log.stem}"
     expected = expected_conversation(parsed.events)
     service: SessionReferenceService = host.services.session_references
 
@@ -143,8 +140,8 @@ def events_source_is_compact(event: Event) -> bool:
     )
 
 
-async def test_three_reference_logs_in_one_message(host: Host) -> None:
-    paths = [p for p in LOG_PATHS if p.stem.startswith("ref-acp-agent-advanced-toolchain-session")]
+async def test_three_reference_logs_in_one_message(host: Host, reference_logs: list[Path]) -> None:
+    paths = [p for p in reference_logs if p.stem.startswith("ref-acp-agent-advanced-toolchain-session")]
     assert len(paths) == 3
     parsed = [import_log(host, path) for path in paths]
     target = host.sessions.create("/target", "reference-log-target")
