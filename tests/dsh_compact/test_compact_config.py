@@ -43,6 +43,7 @@ def test_defaults_are_frozen() -> None:
         "model_policies": (),
         "auto": True,
         "context_window": None,
+        "prune": {"threshold_chars": 8192, "head_chars": 4096, "tail_chars": 1024},
     }
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.auto = False  # type: ignore[misc]

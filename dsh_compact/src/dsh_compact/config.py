@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsh_compact.prune import PRUNE_MARKER, PruneConfig
 from dsh_compact.targets import ModelTarget
 from dsh_host.errors import ConfigError
 from dsh_host.settings import read_bool, read_float, read_int, read_str, reject_unknown, show
@@ -25,6 +26,7 @@ DEFAULT_RETAIN_RATIO = 0.16
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_COMPACTION_RETRIES = 1
 DEFAULT_MAX_OVERFLOW_RETRIES = 1
+DEFAULT_PRUNE = PruneConfig()
 
 _POLICY_KEYS = (
     "threshold_ratio",
@@ -37,7 +39,9 @@ _POLICY_KEYS = (
     "max_overflow_retries",
     "context_window",
 )
-_TOP_KEYS = (*_POLICY_KEYS, "model_policies", "auto")
+_TOP_KEYS = (*_POLICY_KEYS, "model_policies", "auto", "prune")
+_PRUNE_TABLE = f"{TABLE}.prune"
+_PRUNE_KEYS = ("enabled", "threshold_chars", "head_chars", "tail_chars")
 _ENTRY_KEYS = ("provider", "model", *_POLICY_KEYS)
 
 
@@ -132,6 +136,7 @@ class CompactConfig:
 
     `retain_tokens` and `retain_ratio` are exclusive: when `retain_tokens` is configured,
     `retain_ratio` is None. `context_window` overrides the adapter's window for every target.
+    `prune` is the tool-result pruning run before summarizing, None when it is disabled.
     """
 
     threshold_ratio: float = DEFAULT_THRESHOLD_RATIO
@@ -145,6 +150,7 @@ class CompactConfig:
     model_policies: tuple[ModelPolicy, ...] = ()
     auto: bool = True
     context_window: int | None = None
+    prune: PruneConfig | None = DEFAULT_PRUNE
 
     def policy_for(self, target: ModelTarget | None) -> TargetPolicy:
         """The effective policy for `target`: its exact `provider`/`model` policy over the top level."""
@@ -209,6 +215,7 @@ def load_compact_config(table: Mapping[str, Any]) -> CompactConfig:
         retain_ratio, _ = _inherit_retention(policy, top)
         threshold_ratio = _pick(policy.threshold_ratio, top.threshold_ratio)
         _check_ratio_order(_entry_table(index), retain_ratio, threshold_ratio)
+    prune = _read_prune(table)
     return CompactConfig(
         threshold_ratio=top.threshold_ratio,
         retain_ratio=top.retain_ratio,
@@ -221,7 +228,29 @@ def load_compact_config(table: Mapping[str, Any]) -> CompactConfig:
         model_policies=tuple(policies),
         auto=top.auto,
         context_window=top.context_window,
+        prune=prune,
     )
+
+
+def _read_prune(table: Mapping[str, Any]) -> PruneConfig | None:
+    """`[plugins.compact.prune]`: on by default; a key that is absent (or None) takes its default."""
+    raw = table.get("prune", {})
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"[{TABLE}] prune must be a table, got {_render(raw)}")
+    reject_unknown(_PRUNE_TABLE, raw, _PRUNE_KEYS)
+    given = {key: value for key, value in raw.items() if value is not None}
+    enabled = read_bool(_PRUNE_TABLE, given, "enabled", True)
+    defaults = DEFAULT_PRUNE
+    threshold = _pick(_read_count(_PRUNE_TABLE, given, "threshold_chars", minimum=1), defaults.threshold_chars)
+    head = _pick(_read_count(_PRUNE_TABLE, given, "head_chars", minimum=0), defaults.head_chars)
+    tail = _pick(_read_count(_PRUNE_TABLE, given, "tail_chars", minimum=0), defaults.tail_chars)
+    kept = head + len(PRUNE_MARKER) + tail
+    if kept > threshold:
+        # Else a pruned result could be no smaller than its original, and pruning would repeat.
+        raise ConfigError(
+            f"[{_PRUNE_TABLE}] head_chars + marker + tail_chars ({kept}) must be at most threshold_chars ({threshold})"
+        )
+    return PruneConfig(threshold, head, tail) if enabled else None
 
 
 def _read_policy_fields(table: str, raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dsh_compact.config import load_compact_config
 from dsh_compact.display import COMPACTION_HEADER, render_compact_end
 from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
+from dsh_compact.prune import ToolResultPruner
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import PURPOSE, ModelSummarizer
 from dsh_compact.targets import ModelTarget
@@ -67,6 +68,7 @@ def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
         capacity=capacity,
         default_target=default_target,
         flush=flush,
+        pruner=ToolResultPruner(settings.prune) if settings.prune is not None else None,
     )
     host.services.register(SERVICE, service)
     if settings.auto:

@@ -1,9 +1,10 @@
 """The `compact` service: explicit, automatic and manual compaction of a session.
 
 - `compact_region` compacts an explicit run of surface nodes (the transaction itself).
-- `compact_if_needed` is what the automatic triggers call: under context pressure it compacts
-  until the estimate is below the threshold; after a context-overflow failure it compacts all
-  but the newest balanced tail.
+- `compact_if_needed` is what the automatic triggers call: under context pressure it prunes
+  oversized tool results (when a pruner is configured), then compacts until the estimate is
+  below the threshold; after a context-overflow failure it prunes, then compacts all but the
+  newest balanced tail.
 - `compact_now` is manual compaction (`dsh compact`, `/compact`): it keeps the policy's retained
   tail whatever the pressure, and brackets the work in a turn of its own when none is open.
 """
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from dsh_compact.config import CompactConfig, TargetPolicy, TargetPressureConfigError
 from dsh_compact.errors import CompactionError
 from dsh_compact.meter import TokenMeter
+from dsh_compact.prune import ToolResultPruner
 from dsh_compact.region import select_compactable_range
 from dsh_compact.summarizer import Summarizer
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
@@ -47,10 +49,13 @@ class CompactionService:
         meter: TokenMeter | None = None,
         default_target: Callable[[], ModelTarget | None] | None = None,
         flush: Flush | None = None,
+        pruner: ToolResultPruner | None = None,
     ) -> None:
         """`default_target` names the model manual compaction falls back to when the session
-        never routed a request; `flush` persists a session after a turn `compact_now` opened."""
+        never routed a request; `flush` persists a session after a turn `compact_now` opened;
+        `pruner` prunes oversized tool results before the automatic triggers summarize."""
         self.config = config
+        self.pruner = pruner
         self.summarizer = summarizer
         self.meter = meter if meter is not None else TokenMeter()
         self._capacity = capacity
@@ -86,6 +91,9 @@ class CompactionService:
         policy = self.config.policy_for(target)
         measurement = self.meter.measure(session)
         if trigger == "context-overflow":
+            if self.pruner is not None:
+                self.pruner.prune_session(session)
+                measurement = self.meter.measure(session)
             selected = select_compactable_range(session, measurement, 0)
             if selected is None:
                 return None
@@ -102,6 +110,12 @@ class CompactionService:
         spec = policy.scale(target, window)
         if measurement.total_tokens < spec.threshold_tokens:
             return None
+        if self.pruner is not None:
+            # A prune that relieves the pressure stands on its own: it is durable, no summary.
+            self.pruner.prune_session(session)
+            measurement = self.meter.measure(session)
+            if measurement.total_tokens < spec.threshold_tokens:
+                return None
         result: CompactionResult | None = None
         for _attempt in range(spec.compaction_retries + 1):
             selected = select_compactable_range(session, measurement, spec.retain_tokens)
