@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh_host import join_surrogate_pairs
 from dsh_session_reference import (
     ErrorCode,
     ParsedText,
@@ -17,7 +18,6 @@ from dsh_session_reference import (
     format_mention,
     parse_text,
 )
-from dsh_session_reference.jsjson import join_surrogate_pairs
 
 U = "dsh-session:InNvdXJjZSI"  # the URI of "source"
 SOURCE = SessionReferenceInput("source", "source")

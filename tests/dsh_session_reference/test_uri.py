@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh_host import join_surrogate_pairs
 from dsh_session_reference import SCHEME, ErrorCode, SessionReferenceError, decode_uri, encode_uri
 from dsh_session_reference.errors import render_error_chain
-from dsh_session_reference.jsjson import join_surrogate_pairs
 
 URI_TABLE = [
     ("", "dsh-session:IiI"),

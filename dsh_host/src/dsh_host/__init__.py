@@ -2,7 +2,7 @@
 
 from dsh_host.errors import ConfigError, DshError, PluginError
 from dsh_host.hookspecs import hookimpl, hookspec
-from dsh_host.jstext import iso_utc, js_string
+from dsh_host.jstext import escape_lone_surrogates, has_surrogate, iso_utc, join_surrogate_pairs, js_string
 from dsh_host.models.base import ModelFailure, ModelRequest
 from dsh_host.session.check import LogInvariant, Violation, check_log
 from dsh_host.session.events import InvalidEvent
@@ -38,10 +38,13 @@ __all__ = [
     "check_log",
     "display_inline_text",
     "display_text",
+    "escape_lone_surrogates",
+    "has_surrogate",
     "hookimpl",
     "hookspec",
     "inert_json",
     "iso_utc",
+    "join_surrogate_pairs",
     "js_string",
     "transcript_card",
     "transcript_error",

@@ -1,12 +1,19 @@
 """JavaScript's string conventions that the reference's formats depend on.
 
 The logs, mentions and titles we interoperate with were written by JavaScript, so a few of its
-rules are part of the contract: which characters count as whitespace, how `trim` trims, and how
-`Date.toISOString` writes a time, and how a template string renders a JSON scalar.
+rules are part of the contract: which characters count as whitespace, how `trim` trims, how
+`Date.toISOString` writes a time, how a template string renders a JSON scalar, and how strings
+of UTF-16 code units map onto Python's.
+
+A JavaScript string is any sequence of UTF-16 code units, so it may hold a lone surrogate; it
+reaches Python (through `json.loads` of a `\\ud800` escape) as a surrogate code point, which
+strict UTF-8 cannot encode. A surrogate pair spelled as two code points is, to JavaScript, the
+one character it encodes.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -49,3 +56,53 @@ def js_string(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+# JavaScript reads a high surrogate followed by a low one as one character; any other
+# surrogate is lone.
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_SURROGATE_OR_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether `text` holds a surrogate code point (lone, or half of a pair)."""
+    # A surrogate is exactly what strict UTF-8 cannot encode; the C encoder finds it faster
+    # than a regex scan.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """Write each high + low surrogate pair of `text` as the one character it encodes.
+
+    Both spellings are the same JavaScript string; normalizing makes UTF-8 lengths and
+    truncation treat the pair as one four-byte character, as JS does.
+    """
+    if text.isascii() or not has_surrogate(text):
+        return text
+    return _SURROGATE_PAIR.sub(_join_pair, text)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` as valid Unicode: pairs joined, each lone surrogate written as `\\udXXX` (lowercase).
+
+    That is how `JSON.stringify` writes a lone surrogate, so inside JSON text the result is the
+    reference's spelling of the same value; outside JSON it is a visible, inert stand-in.
+    """
+    if text.isascii() or not has_surrogate(text):
+        return text
+    return _SURROGATE_OR_PAIR.sub(_join_or_escape, text)
+
+
+def _join_pair(match: re.Match[str]) -> str:
+    high, low = match.group()
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
+
+
+def _join_or_escape(match: re.Match[str]) -> str:
+    if len(match.group()) == 2:
+        return _join_pair(match)
+    return f"\\u{ord(match.group()):04x}"

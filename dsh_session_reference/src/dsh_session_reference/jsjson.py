@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
-NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
+from dsh_host import escape_lone_surrogates
 
-# JSON.stringify works on UTF-16 code units: a high surrogate followed by a low one is a valid
-# pair (printed as the character it encodes), any other surrogate is escaped.
-_SURROGATE_OR_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
-_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
 
 # Array-index keys (canonical decimal integers up to 2**32 - 2) come first in a JS object's
 # own-key order, ascending, before all other keys in insertion order.
@@ -40,20 +36,9 @@ def js_stringify(value: Any, *, plain: bool = False) -> str:
         text = _encode(value)
     else:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if not text.isascii() and has_surrogate(text):
-        text = _SURROGATE_OR_PAIR.sub(_render_surrogates, text)
-    return text
-
-
-def has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point (lone, or half of a pair)."""
-    # A surrogate is exactly what strict UTF-8 cannot encode; the C encoder finds it faster
-    # than a regex scan.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    # JSON.stringify works on UTF-16 code units: it prints a surrogate pair as the character it
+    # encodes and escapes any other surrogate.
+    return escape_lone_surrogates(text)
 
 
 def tag_safe_json(value: Any, *, plain: bool = False) -> str:
@@ -63,17 +48,6 @@ def tag_safe_json(value: Any, *, plain: bool = False) -> str:
     such as ``</referenced-sessions>``. ``plain`` is as for `js_stringify`.
     """
     return js_stringify(value, plain=plain).replace("<", "\\u003c")
-
-
-def join_surrogate_pairs(text: str) -> str:
-    """Write each high + low surrogate pair of ``text`` as the one character it encodes.
-
-    Both spellings are the same JavaScript string; normalizing makes UTF-8 lengths and
-    truncation treat the pair as one four-byte character, as JS does.
-    """
-    if text.isascii() or not has_surrogate(text):
-        return text
-    return _SURROGATE_PAIR.sub(_join_pair, text)
 
 
 def js_number(number: float) -> str:
@@ -156,14 +130,3 @@ def _is_array_index(key: str) -> bool:
         and (key == "0" or key[0] != "0")
         and int(key) <= _MAX_ARRAY_INDEX
     )
-
-
-def _render_surrogates(match: re.Match[str]) -> str:
-    if len(match.group()) == 2:
-        return _join_pair(match)
-    return f"\\u{ord(match.group()):04x}"
-
-
-def _join_pair(match: re.Match[str]) -> str:
-    high, low = match.group()
-    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
