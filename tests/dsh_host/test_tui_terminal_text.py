@@ -1,18 +1,21 @@
-"""Control-character escaping (session-reference spec 9.1) and JavaScript trimming."""
+"""Control-character and lone-surrogate escaping (session-reference spec 9.1) and JavaScript trimming."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host.jstext import JS_WHITESPACE, js_trim
-from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.jstext import JS_WHITESPACE, join_surrogate_pairs, js_trim
+from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
 ESCAPED_PROBE = r"\x1b]2;title\x07\x09\x7f\x9b31m"
 UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# The whole of Unicode, lone surrogates included (plain `st.text()` leaves them out).
+ANY_TEXT = st.text(st.one_of(st.sampled_from("\ud800\udfff\ud83d\ude00\x9b"), st.characters(exclude_categories=())))
 
 
 def test_the_probe_becomes_inert_text():
@@ -35,12 +38,32 @@ def test_other_characters_pass_through():
     assert display_text(text) == text
 
 
-@given(st.text())
+def test_a_lone_surrogate_is_shown_as_its_escape_and_a_split_pair_as_its_character():
+    assert display_text("a\ud800b\udfff") == r"a\ud800b\udfff"
+    assert display_inline_text("\ud83d\ude00\n\udc00\ud800") == "😀" + r"\x0a\udc00\ud800"
+
+
+def test_inert_json_writes_a_lone_surrogate_as_json_stringify_does():
+    value = {"id": "a\ud800", "pair": "\ud83d\ude00", "c1": "\x9b"}
+    line = inert_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    assert line == '{"id":"a\\ud800","pair":"😀","c1":"\\u009b"}'
+
+
+@given(ANY_TEXT)
 def test_nothing_unsafe_survives(text):
     shown = display_text(text)
     assert not UNSAFE.search(shown)
+    shown.encode("utf-8")  # no lone surrogate is left to fail the terminal's encoder
     assert "\n" not in display_inline_text(text)
     assert shown.count("\n") == text.count("\n")
+
+
+@given(st.lists(ANY_TEXT, max_size=3))
+def test_inert_json_is_valid_utf8_and_the_same_value(texts):
+    line = inert_json(json.dumps(texts, ensure_ascii=False))
+    line.encode("utf-8")
+    assert not UNSAFE.search(line)
+    assert json.loads(line) == [join_surrogate_pairs(text) for text in texts]
 
 
 def test_js_trim_uses_the_javascript_whitespace_set():

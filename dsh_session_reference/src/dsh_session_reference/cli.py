@@ -54,7 +54,7 @@ def uri(session_id: str) -> None:
 @click.option("--label", default=None, help="Label to show instead of the id.")
 def mention(session_id: str, label: str | None) -> None:
     """Print the `@[label](uri)` mention of SESSION_ID."""
-    click.echo(format_mention(session_id, label))
+    click.echo(display_inline_text(format_mention(session_id, label)))
 
 
 @ref.command()
@@ -70,7 +70,7 @@ def parse(text: str, as_json: bool) -> None:
     if as_json:
         click.echo(inert_json(json.dumps({"text": parsed.text, "references": refs}, ensure_ascii=False)))
         return
-    click.echo(parsed.text)
+    click.echo(display_text(parsed.text))
     for r in refs:
         session_id, label = (inert_json(json.dumps(r[key], ensure_ascii=False)) for key in ("sessionId", "label"))
         click.echo(f"- {session_id} as {label}")

@@ -23,6 +23,7 @@ from dsh_host.cli import chat
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
+from dsh_host.tui.terminal_text import display_text
 
 _GLOBAL_OPTIONS_HELP = """\b
 Global options (before the command):
@@ -140,19 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             click.echo("dsh: aborted", err=True)
             return 130
         except click.ClickException as exc:
-            click.echo(f"dsh: error: {exc.format_message()}", err=True)
+            click.echo(f"dsh: error: {display_text(exc.format_message())}", err=True)
             return exc.exit_code
         except DshError as exc:
             if debug:
                 traceback.print_exc()
-            click.echo(f"dsh: error: {exc}", err=True)
+            click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
             return exc.exit_code
         except KeyboardInterrupt:
             return 130
         except Exception as exc:  # noqa: BLE001 - the command line reports any failure as one line
             if debug:
                 traceback.print_exc()
-            click.echo(f"dsh: error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"dsh: error: {type(exc).__name__}: {display_text(str(exc))}", err=True)
             return 1
 
 

@@ -13,7 +13,7 @@ from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
-from dsh_host.tui.terminal_text import display_text, inert_json
+from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
 if TYPE_CHECKING:
     from dsh_host.agent import Agent
@@ -119,7 +119,7 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
         session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
     except TurnFailed as exc:
         # The failed turn was persisted: name its session before the error line.
-        click.echo(f"session: {exc.session.id}", err=True)
+        click.echo(f"session: {display_inline_text(exc.session.id)}", err=True)
         raise
     # On stderr in both modes: the events on stdout do not name their session.
-    click.echo(f"session: {session.id}", err=True)
+    click.echo(f"session: {display_inline_text(session.id)}", err=True)

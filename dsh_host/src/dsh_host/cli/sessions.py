@@ -102,7 +102,8 @@ def describe_event(event: dict) -> str:
         summary = summary[:157] + "..."
     op = event.get("surfaceOp")
     marker = "" if op is None else " +" if op == "append" else f" replace[{op.get('start')}..{op.get('end')}]"
-    return f"{event.get('seq'):>6} {kind}{marker}  {display_inline_text(summary)}"
+    # The type is untrusted too (any non-empty string is a valid custom type).
+    return display_inline_text(f"{event.get('seq'):>6} {kind}{marker}  {summary}")
 
 
 @sessions.command()

@@ -6,12 +6,14 @@ envelope, seq contiguity and the surface fold. A bad line is reported with its l
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_host.errors import DshError
+from dsh_host.jstext import escape_lone_surrogates
 from dsh_host.session.events import Event, InvalidEvent, SessionHeader, event_from_json, header_from_json
 from dsh_host.session.surface import Surface, SurfaceError, plan
 
@@ -68,11 +70,18 @@ def read_log_file(path: Path) -> ParsedLog:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidLog(f"{path}: not valid UTF-8 at byte {exc.start}") from None
-    return parse_log(text.splitlines(keepends=True), name=str(path))
+    # Lines end at LF alone: `str.splitlines` also breaks at U+2028, U+0085, VT, FF and the like,
+    # which JSON.stringify leaves raw inside strings.
+    return parse_log(io.StringIO(text, newline="\n"), name=str(path))
 
 
 def export_lines(header: SessionHeader, event_lines: Iterable[str]) -> Iterator[str]:
-    """The log as JSONL lines (each ending in a newline)."""
-    yield json.dumps(header.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+    """The log as JSONL lines (each ending in a newline), valid UTF-8 whatever the strings hold.
+
+    The reference writes each line with `JSON.stringify`, which escapes a lone surrogate as
+    `\\udXXX` where `json.dumps(ensure_ascii=False)` leaves it raw (and unencodable): an imported
+    log exports byte for byte as it came in.
+    """
+    yield escape_lone_surrogates(json.dumps(header.to_json(), ensure_ascii=False, separators=(",", ":"))) + "\n"
     for line in event_lines:
-        yield line + "\n"
+        yield escape_lone_surrogates(line) + "\n"
