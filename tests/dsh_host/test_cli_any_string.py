@@ -82,10 +82,12 @@ def write_log(path: Path, s: dict[str, Any]) -> bytes:
         L.raw("turn/start", 0, {"turn": 1, "trigger": {"kind": "message", "source": L.USER}}),
         L.user(1, s["prompt"]),
         L.raw("session/title", 2, {"title": s["title"], "messageSeqs": [1], "source": {"kind": "fallback"}}),
-        L.chunk(3, s["reply"]),
-        L.assistant(4, s["reply"], sources=[3]),
-        L.raw("turn/end", 5, {"turn": 1, "reason": {"kind": "completed"}}),
+        L.raw("step/start", 3, {"turn": 1, "step": 1}),
+        L.chunk(4, s["reply"]),
+        L.assistant(5, s["reply"], sources=[4]),
         L.raw(f"custom/{s['custom']}", 6, {s["custom"]: [s["custom"]]}),
+        L.raw("step/end", 7, {"turn": 1, "step": 1}),
+        L.raw("turn/end", 8, {"turn": 1, "reason": {"kind": "completed"}}),
     ]
     data = "".join(js_line(value) + "\n" for value in (header, *events)).encode("utf-8")
     path.write_bytes(data)
@@ -118,7 +120,7 @@ def check_commands(host: Host, home: Path, s: dict[str, Any]) -> None:
 
     # import: the confirmation names the id inertly.
     invoke(cli, "sessions", "import", str(seed_target(home)))
-    assert text_lines(invoke(cli, "sessions", "import", str(home / "log.jsonl"))) == [f"imported {shown_id} (7 events)"]
+    assert text_lines(invoke(cli, "sessions", "import", str(home / "log.jsonl"))) == [f"imported {shown_id} (9 events)"]
 
     # list, text and JSON.
     listed = text_lines(invoke(cli, "sessions", "list"))
@@ -133,6 +135,7 @@ def check_commands(host: Host, home: Path, s: dict[str, Any]) -> None:
         json.loads(x) for x in log.splitlines()[1:]
     ]
     invoke(cli, "sessions", "show", "--surface", "--", sid)
+    assert text_lines(invoke(cli, "sessions", "check", "--", sid)) == []
 
     # export: interchange, byte for byte what was imported (stdout and file).
     assert invoke(cli, "sessions", "export", "--", sid).stdout_bytes == log
