@@ -138,6 +138,34 @@ async def test_below_pressure_the_loop_never_compacts(tmp_path) -> None:
     assert models.summary_requests == []
 
 
+class PreStepCompaction:
+    """Compacts everything before the turn's own prompt in `dsh_agent_pre_step` of turn 2."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    @hookimpl
+    async def dsh_agent_pre_step(self, agent, turn, step, signal) -> None:
+        if (turn, step) == (2, 1):
+            await self.host.services.compact.compact_now(agent, retain_tokens=20, signal=signal)
+
+
+async def test_a_compaction_in_pre_step_is_in_that_steps_request_without_a_header_change(tmp_path) -> None:
+    models = ScriptedModels(
+        [text_response("noted"), text_response("answered")], summary="PRE-STEP CHECKPOINT", window=100_000
+    )
+    with start_host(tmp_path, "compact", "[plugins.compact]\nauto = false\n") as host:
+        host.pm.register(PreStepCompaction(host))
+        session = await converse(host, models, ["OLD HISTORY SENTINEL " + "o" * 2000, "now answer"])
+    request = json.dumps(models.conversation_requests[-1].messages)
+    assert "PRE-STEP CHECKPOINT" in request and "OLD HISTORY SENTINEL" not in request
+    events = session.events
+    end = next(e for e in events if e.type == "compact/end")
+    step_start = next(e for e in events if e.type == "step/start" and e.data == {"turn": 2, "step": 1})
+    assert end.seq < step_start.seq  # outside the step, inside its request
+    assert [e.data["reason"] for e in events if e.type == "request/header"] == ["initial"]
+
+
 def overflow_once(request: ModelRequest) -> list:
     raise ModelFailure("prompt is too long for the context window", "CONTEXT_WINDOW_EXCEEDED")
 

@@ -390,6 +390,39 @@ async def test_turn_continuation_can_stop_after_tool_calls(tmp_path):
         assert h.turn_ends() == [{"kind": "completed"}]
 
 
+async def test_a_steer_from_turn_continuation_overrides_its_stop(tmp_path):
+    class SteerOnce:
+        steered = False
+
+        @hookimpl
+        def dsh_agent_turn_continuation(self, agent, default_decision):
+            if not self.steered:
+                self.steered = True
+                agent.steer("one more thing")
+            return Stop()
+
+    async with agent_harness(tmp_path, [text_response("a"), text_response("b")], extra=[SteerOnce()]) as h:
+        await h.run("go")
+
+        assert len(h.requests) == 2 and request_texts(h.requests[1])[-1] == "one more thing"
+
+
+async def test_a_cancel_inside_turn_continuation_ends_the_turn_after_the_finished_step(tmp_path):
+    class CancelAndContinue:
+        @hookimpl
+        def dsh_agent_turn_continuation(self, agent):
+            agent.cancel()
+            return Continue(content="never written")
+
+    async with agent_harness(tmp_path, [text_response("a")], extra=[CancelAndContinue()]) as h:
+        await h.run("go")
+
+        assert h.turn_ends() == [{"kind": "aborted"}]
+        assert len(h.requests) == 1 and h.of("steering/message") == []
+        assert len(h.of("step/start")) == len(h.of("step/end")) == 1
+        assert h.of("assistant/message")[0].data["content"] == [text("a")]
+
+
 class TerminalStop:
     """Steers during continuation and after turn 1 closed, sends after it closed, and stops."""
 

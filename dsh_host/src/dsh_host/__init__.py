@@ -1,5 +1,6 @@
 """dsh host: compose LLM agent hosts out of pip-installable plugins."""
 
+from dsh_host.agent.decisions import ContinuationDecision, Continue, Stop
 from dsh_host.errors import ConfigError, DshError, PluginError
 from dsh_host.hookspecs import hookimpl, hookspec
 from dsh_host.jstext import escape_lone_surrogates, has_surrogate, iso_utc, join_surrogate_pairs, js_string
@@ -22,6 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AtToken",
     "ConfigError",
+    "ContinuationDecision",
+    "Continue",
     "DshError",
     "InvalidEvent",
     "InvalidLog",
@@ -31,6 +34,7 @@ __all__ = [
     "ModelRequest",
     "NotLosslessJson",
     "PluginError",
+    "Stop",
     "SurfaceError",
     "Transcript",
     "Violation",
