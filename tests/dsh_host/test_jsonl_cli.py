@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host.cli.main import main
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.jsonl import InvalidLog, parse_log, read_log_file
@@ -49,25 +48,6 @@ def write_log(path: Path, header: dict, events: list, *, raw_lines: dict[int, st
             lines.append(text)
     path.write_text("".join(f"{text}\n" for text in lines), "utf-8")
     return path
-
-
-@pytest.fixture
-def dsh(tmp_path, monkeypatch, capsys):
-    """Run `dsh ...` in-process against a DSH_HOME in tmp_path; returns (exit code, out, err)."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("DSH_HOME", str(home))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
-    monkeypatch.delenv("DSH_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    run.home = home
-    return run
 
 
 def stored_ids(home: Path) -> list[str]:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
-from dsh_host.cli.main import main
 
 # The logs imported here break invariants on purpose.
 pytestmark = pytest.mark.foreign_logs
@@ -57,39 +54,29 @@ def compact_events() -> list[dict]:
 
 
 @pytest.fixture
-def dsh(tmp_path, monkeypatch, capsys):
-    """Run `dsh ...` in-process on a DSH_HOME in tmp_path; `dsh.store(id, events)` imports a log."""
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
-    monkeypatch.delenv("DSH_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
+def store(dsh, tmp_path):
+    """`store(session_id, events)` imports a log through `dsh sessions import`."""
+    paths = iter(range(1_000))
 
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    def store(session_id: str, events: list[dict]) -> None:
-        path = Path(tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}.jsonl")
+    def run(session_id: str, events: list[dict]) -> None:
+        path = tmp_path / f"log-{next(paths)}.jsonl"
         lines = [header(session_id), *events]
         path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
-        assert run("sessions", "import", str(path))[0] == 0
+        assert dsh("sessions", "import", str(path))[0] == 0
 
-    run.store = store
     return run
 
 
-def test_no_sessions_and_valid_sessions_pass(dsh) -> None:
+def test_no_sessions_and_valid_sessions_pass(dsh, store) -> None:
     assert dsh("sessions", "check") == (0, "", "")
-    dsh.store("good", good_events())
+    store("good", good_events())
     assert dsh("sessions", "check") == (0, "", "")
     assert dsh("sessions", "check", "good", "--json") == (0, "", "")
 
 
-def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh) -> None:
-    dsh.store("good", good_events())
-    dsh.store("bad", bad_events())
+def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh, store) -> None:
+    store("good", good_events())
+    store("bad", bad_events())
     code, out, err = dsh("sessions", "check")
     assert code == 1
     assert out.splitlines() == [
@@ -101,8 +88,8 @@ def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh
     assert dsh("sessions", "check", "bad")[0] == 1
 
 
-def test_json_lines_parse_back(dsh) -> None:
-    dsh.store("bad", bad_events())
+def test_json_lines_parse_back(dsh, store) -> None:
+    store("bad", bad_events())
     code, out, _ = dsh("sessions", "check", "--json")
     assert code == 1
     assert [json.loads(line) for line in out.splitlines()] == [
@@ -122,9 +109,9 @@ def test_an_unknown_session_is_an_error(dsh) -> None:
     assert err == 'dsh: error: session "missing" not found\n'
 
 
-def test_session_ids_reach_the_terminal_inert(dsh) -> None:
+def test_session_ids_reach_the_terminal_inert(dsh, store) -> None:
     evil = "evil\x1b]2;pwned\x07\x9b"
-    dsh.store(evil, bad_events())
+    store(evil, bad_events())
     code, out, _ = dsh("sessions", "check")
     assert code == 1
     assert out.splitlines()[0].startswith("evil\\x1b]2;pwned\\x07\\x9b  seq 0  turn-enclosure  ")
@@ -133,9 +120,9 @@ def test_session_ids_reach_the_terminal_inert(dsh) -> None:
     assert json.loads(out.splitlines()[0])["session"] == evil
 
 
-def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh, monkeypatch) -> None:
+def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh, store, monkeypatch) -> None:
     """The compact plugin's `dsh_log_invariants` adds the compaction bracket; unmounted, it is absent."""
-    dsh.store("compacted", compact_events())
+    store("compacted", compact_events())
     assert dsh("sessions", "check") == (0, "", "")
     monkeypatch.setenv("DSH_LOAD_PLUGINS", "compact")
     code, out, _ = dsh("sessions", "check")
