@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,13 +12,17 @@ from hypothesis import strategies as st
 from dsh_compact.config import load_compact_config
 from dsh_compact.errors import CompactionError
 from dsh_compact.invariant import check_compactions
+from dsh_compact.listeners import AutoCompaction
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig, ToolResultPruner, measure_content, prune_content
 from dsh_compact.service import CompactionService
 from dsh_host import check_log
 from dsh_host.config import load_config
 from dsh_host.errors import ConfigError
 from dsh_host.host import Host
+from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.session import Session
+from tests.dsh_compact.test_compact_agent_loop import ScriptedModels, converse, start_host
+from tests.dsh_compact.test_compact_listeners import request_error
 
 CALL = {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}
 REASONING = {"type": "reasoning", "text": "r" * 500}
@@ -267,3 +274,31 @@ async def test_the_plugin_prunes_with_its_configuration(tmp_path) -> None:
     toml.write_text("[plugins.compact.prune]\nenabled = false\n", "utf-8")
     with Host.start(load_config(str(toml), env=env, cwd=tmp_path)) as host:
         assert host.services.compact.pruner is None
+
+
+async def test_in_the_agent_loop_a_prune_relieves_the_pressure_before_the_step_ends(tmp_path) -> None:
+    models = ScriptedModels([tool_call_response("c1", "probe", {}), text_response("done")], "NO", window=1000)
+    toml = (
+        "[plugins.compact]\nthreshold_ratio = 0.5\nretain_tokens = 180\n"
+        "[plugins.compact.prune]\nthreshold_chars = 100\nhead_chars = 20\ntail_chars = 20\n"
+    )
+    with start_host(tmp_path, "compact", toml) as host:
+        session = await converse(host, models, ["first " + "f" * 1494])
+    kinds = [e.type for e in session.events]
+    assert "compact/start" not in kinds and models.summary_requests == []
+    # The result, its pruned replacement, then the step closes; the next request sees the prune.
+    result = kinds.index("tool/result")
+    assert kinds[result : result + 3] == ["tool/result", "tool/result", "step/end"]
+    assert json.dumps(PRUNE_MARKER)[1:-1] in json.dumps(models.conversation_requests[-1].messages)
+    # The stored log is checked at teardown too (tests/log_check.py).
+    assert check_log(session.header, session.events, [check_compactions]) == ()
+
+
+async def test_overflow_recovery_retries_from_a_landed_prune_when_the_summary_fails(fx, caplog) -> None:
+    session = tool_session(fx)
+    listener = AutoCompaction(service_for(fx.StubSummarizer(error=RuntimeError("summary unavailable"))))
+    with caplog.at_level(logging.WARNING, logger="dsh.compact"):
+        assert await request_error(listener, session) == "retry"
+    assert [e.type for e in session.events].count("tool/result") == 2
+    assert session.events[-1].data == {"turn": 2, "error": "summary unavailable"}
+    assert "retrying from the replacement surface" in caplog.text
