@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from dsh_session_reference.terminal import SessionCompletions
 ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
 ESCAPED = r"\x1b]2;title\x07\x09\x7f\x9b31m"
+OWN_TITLE = re.compile("\x1b]2;(?:dsh · )?[^\x00-\x1f\x7f-\x9f]*\x07")
 
 
 async def until(predicate: Callable[[], Any], what: str = "condition") -> None:
@@ -257,8 +259,9 @@ async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the
         [(content, contexts)] = chat.agent.sent
         assert content == [{"type": "text", "text": r"@evil\x1b\x07\x9b\x0as"}]
         assert reference_ids(contexts) == [evil_id]
-    drawn = screen.getvalue()
-    # The terminal gets its own SGR sequences, never the candidate's BEL, CSI or OSC.
+    # The terminal gets its own SGR sequences and the chat's own window title (an OSC of inert
+    # text), never the candidate's BEL, CSI or OSC.
+    drawn = OWN_TITLE.sub("", screen.getvalue())
     assert "\x07" not in drawn and "\x9b" not in drawn and "\x1b]" not in drawn
 
 
@@ -594,3 +597,26 @@ async def test_continue_without_a_session_here_starts_a_new_one(bare_host, works
     bare_host.sessions.create(str(tmp_path), "elsewhere", created_at=3)
     session = await open_session(bare_host, continue_last=True)
     assert session.id != "elsewhere" and session.cwd == str(workspace)
+
+
+# --- the window title ---------------------------------------------------------------------------------
+
+
+async def test_the_window_title_names_the_session_and_stays_terminal_safe(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace), "title-session")
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=40, columns=160), term="xterm", enable_cpr=False)
+    async with open_chat(bare_host, target, output=output) as chat:
+        await until(lambda: "\x1b]2;dsh · title-session\x07" in screen.getvalue(), "the id as the title")
+        # A hostile title: its OSC, BEL and C1 CSI must not end the title sequence early.
+        target.append("turn/start", {"turn": 1, "trigger": {"kind": "session-title"}})
+        target.append("session/title", {"title": f"plan {PROBE}", "messageSeqs": [], "source": "test"})
+        target.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        await until(lambda: f"\x1b]2;dsh · plan {ESCAPED}\x07" in screen.getvalue(), "the session's title")
+        await chat.type_until("/new" + ENTER, lambda: chat.ui.session is not target, "a new session")
+        new_id = chat.ui.session.id
+        await until(lambda: f"\x1b]2;dsh · {new_id}\x07" in screen.getvalue(), "the new session's title")
+    drawn = screen.getvalue()
+    assert drawn.index("\x1b[22;0t") < drawn.index("\x1b]2;dsh · title-session\x07")
+    assert drawn.endswith("\x1b]2;\x07\x1b[23;0t")
+    assert "\x1b]2;title" not in drawn and "\x9b" not in drawn and "\x07\t" not in drawn

@@ -63,7 +63,8 @@ def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     screen = terminal.wait_for("features: fs-read, session-reference")
     assert "scripted model (no API key)" in screen
     screen = terminal.wait_for(r"stored evil\x1b]2;pwned\x07title")
-    assert "pwned" not in terminal.title()
+    # The window title names the session by its title, as inert text: the OSC inside never acted.
+    assert terminal.title() == r"dsh · evil\x1b]2;pwned\x07title"
 
     # A turn on the keyless model.
     terminal.type("hello there")
@@ -85,7 +86,8 @@ def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     screen = terminal.wait_for("I read the referenced-session snapshot")
     assert r"compare @evil\x1b]2;pwned\x07title and @src/source-file.ts" in screen
     assert r"Referenced sessions · evil\x1b]2;pwned\x07title (evil-session)" in screen
-    assert "pwned" not in terminal.title()
+    title = terminal.title()
+    assert title.startswith("dsh · ") and title != "pwned" and not any(ord(c) < 0x20 for c in title)
 
     # Ctrl+C twice leaves, with a clean exit status.
     terminal.press("C-c")

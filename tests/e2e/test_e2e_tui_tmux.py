@@ -6,7 +6,8 @@ the compacted source through the `@` completion menu, submits, waits for the scr
 the card line, quits with `/quit`, and then reads the stored log of the new session: one
 `user/message` holding snapshot, delimiter and prompt, nothing that compaction shadowed.
 Along the way the hostile title must show up as inert `\\x1b...` text and must not retitle the
-terminal. Every wait polls the screen under a deadline.
+terminal: the window title names the chat's session, and nothing else. Every wait polls the
+screen under a deadline.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_
     target_id = screen.split("session ", 1)[1].split()[0]
     assert target_id not in (SOURCE_ID, PROBE_ID)
     original_title = terminal.title()
-    assert "pwned" not in original_title
+    assert original_title == f"dsh · {target_id}"
     # Control: in this tmux a raw OSC 2 written to a pane does retitle it, so the checks below bite.
     terminal.open_window("control", r"printf '\033]2;control-pwned\007'; exec cat")
     terminal.wait_until(lambda: terminal.title("control") == "control-pwned", "the control pane's retitle")
@@ -138,7 +139,8 @@ def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_
     assert "Use @Compacted source" in screen
     for hidden in (*SHADOWED, "referenced-sessions", "Retained checkpoint."):
         assert hidden not in screen
-    assert terminal.title() == original_title
+    # The turn titled the session after its prompt's display text; the window follows.
+    terminal.wait_until(lambda: terminal.title() == "dsh · Use @Compacted source", "the session's title")
 
     terminal.type("/quit")
     terminal.press("Enter")

@@ -56,6 +56,7 @@ from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import collect_sources
 from dsh_host.tui.submit import Submitter
 from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.tui.title import RESTORE_TITLE, SAVE_TITLE, window_title
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -295,10 +296,16 @@ class ChatUI:
         self.print(self._banner())
         if replay:
             self._replay()
+        self.app.output.write_raw(SAVE_TITLE)
+        self._show_title()
         try:
             await self.app.run_async()
         finally:
             await self.close()
+            # Where the terminal keeps no title stack, an empty title beats a stale one.
+            self.app.output.set_title("")
+            self.app.output.write_raw(RESTORE_TITLE)
+            self.app.output.flush()
 
     async def close(self) -> None:
         """Stop preparations and completions, dispose the agent, persist the session."""
@@ -364,9 +371,13 @@ class ChatUI:
         self.session = session
         self.agent = self._agent_factory(self.host, session)
         self._watch()
+        self._show_title()
         self.print(self._banner())
         if replay:
             self._replay()
+
+    def _show_title(self) -> None:
+        self.app.output.set_title(window_title(self.session.id, self.session.events))
 
     def _watch(self) -> None:
         self._unsubscribe = [
@@ -397,6 +408,8 @@ class ChatUI:
         else:
             if event.type in ("assistant/message", "turn/end"):
                 self.preview.clear()
+            elif event.type == "session/title":
+                self._show_title()
             renderables = self.transcript.render(event)
             if renderables:
                 self.print(*renderables)
