@@ -246,3 +246,7 @@ class LogBuilder:
 def log_builder() -> type[LogBuilder]:
     """Builders for hand-written logs (see `LogBuilder`)."""
     return LogBuilder
+
+
+# PostgreSQL fixtures (tests/postgres.py) and the per-store parametrization (tests/store_backends.py).
+pytest_plugins = ["tests.postgres", "tests.store_backends"]

@@ -1,0 +1,328 @@
+"""PostgresSessionStore beyond the store contract: team visibility by row-level security, roles it
+refuses, the schema's life (`init_schema`), connection errors, and two hosts racing on a session."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from dsh_host.errors import ConfigError
+from dsh_host.session.events import SessionHeader
+from dsh_host.store.postgres import (
+    SCHEMA_VERSION,
+    PostgresSessionStore,
+    StoreUnavailable,
+    connection_settings,
+    init_schema,
+)
+from dsh_host.store.sqlite import SessionNotFound, StoreError
+
+
+@pytest.fixture
+def team(postgres_server, postgres_database):
+    """alice and bob in group `team`, carol outside it, each with a store on one database."""
+    group = postgres_server.role("team", login=False)
+    names = {
+        "alice": postgres_server.role("alice", member_of=(group,)),
+        "bob": postgres_server.role("bob", member_of=(group,)),
+        "carol": postgres_server.role("carol"),
+    }
+    stores = {who: postgres_database.open(role) for who, role in names.items()}
+    yield group, names, stores
+    for store in stores.values():
+        store.close()
+
+
+def _log(L, text="hello"):
+    return L.events([L.raw("turn/start", 0), L.user(1, text), L.raw("turn/end", 2)])
+
+
+def _reads(store, session_id):
+    """Every read of one session, as what it returned or the error it raised (type and text)."""
+    out = []
+    for read in (store.read_surface, store.read_lines, store.read_header, store.read_title, store.read_events):
+        try:
+            out.append(("ok", type(read(session_id)).__name__))
+        except SessionNotFound as exc:
+            out.append((type(exc).__name__, str(exc)))
+    try:
+        store.read_surface_texts([session_id])
+        out.append(("ok", "texts"))
+    except SessionNotFound as exc:
+        out.append((type(exc).__name__, str(exc)))
+    return out
+
+
+# -- team visibility ------------------------------------------------------------------------------
+
+
+def test_a_private_session_is_invisible_and_reads_exactly_like_a_missing_one(team, log_builder):
+    _, _, stores = team
+    stores["alice"].append(SessionHeader(id="mine", created_at=1, cwd="/a"), _log(log_builder))
+    for who in ("bob", "carol"):
+        other = stores[who]
+        assert other.list_sessions() == []
+        assert not other.has("mine")
+        assert _reads(other, "mine") == [(kind, text.replace("ghost", "mine")) for kind, text in _reads(other, "ghost")]
+        assert all(kind == "SessionNotFound" for kind, _ in _reads(other, "mine"))
+    assert [r.id for r in stores["alice"].list_sessions()] == ["mine"]
+
+
+def test_sharing_lets_the_group_read_and_only_the_owner_change(team, log_builder):
+    group, names, stores = team
+    alice, bob, carol = stores["alice"], stores["bob"], stores["carol"]
+    header = SessionHeader(id="shared", created_at=1, cwd="/a")
+    alice.append(header, _log(log_builder))
+    alice.share("shared", group)
+    assert alice.sharing("shared") == bob.sharing("shared") == (names["alice"], group)
+    assert [r.id for r in bob.list_sessions()] == ["shared"]
+    assert bob.read_lines("shared") == alice.read_lines("shared")
+    assert bob.read_surface("shared") == alice.read_surface("shared")
+    assert carol.list_sessions() == [] and not carol.has("shared")
+
+    before = alice.read_lines("shared")
+    read_only = f"shared with you read-only; only its owner {names['alice']!r} can change it"
+    with pytest.raises(StoreError, match=read_only):
+        bob.append(header, log_builder.events([log_builder.user(3)]))
+    with pytest.raises(StoreError, match=read_only):
+        bob.import_log(header, _log(log_builder, "over"), replace=True)
+    with pytest.raises(StoreError, match=read_only):
+        bob.delete("shared")
+    with pytest.raises(StoreError, match=read_only):
+        bob.share("shared", None)
+    assert alice.read_lines("shared") == before
+
+    alice.share("shared", None)
+    assert bob.list_sessions() == [] and not bob.has("shared")
+    assert alice.sharing("shared") == (names["alice"], None)
+
+
+def test_sharing_names_an_existing_role_and_a_session_of_ones_own(team, log_builder):
+    _, _, stores = team
+    stores["alice"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
+    with pytest.raises(StoreError, match="role 'no such role' does not exist"):
+        stores["alice"].share("s", "no such role")
+    with pytest.raises(SessionNotFound):
+        stores["bob"].share("s", None)  # invisible to bob: not found, not "read-only"
+    with pytest.raises(SessionNotFound):
+        stores["alice"].share("ghost", None)
+
+
+def test_psql_shows_a_role_no_more_than_dsh_does(postgres_database, team, log_builder):
+    group, names, stores = team
+    stores["alice"].append(SessionHeader(id="private", created_at=1), _log(log_builder))
+    stores["alice"].append(SessionHeader(id="shared", created_at=2), _log(log_builder))
+    stores["alice"].share("shared", group)
+    with psycopg.connect(postgres_database.dsn(names["bob"]), autocommit=True) as conn:
+        counts = [
+            conn.execute(f"SELECT count(*) FROM dsh.{t}").fetchone()[0] for t in ("sessions", "events", "surface")
+        ]
+        assert counts == [1, 3, 1]
+        (pk,) = conn.execute("SELECT pk FROM dsh.sessions").fetchone()
+        for statement in (
+            "INSERT INTO dsh.events (session_pk, seq, line) VALUES (%s, 9, '{}')",
+            "INSERT INTO dsh.surface (session_pk, ord, seq, type, text) VALUES (%s, 9, 9, 'x', '')",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+                conn.execute(statement, (pk,))
+        assert conn.execute("DELETE FROM dsh.events WHERE session_pk = %s", (pk,)).rowcount == 0
+        assert conn.execute("UPDATE dsh.sessions SET title = 'x' WHERE pk = %s", (pk,)).rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE dsh.events SET line = '{}'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE dsh.sessions SET owner = current_user")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute(
+                "INSERT INTO dsh.sessions (id, owner, created_at, header, next_seq, next_ord) "
+                "VALUES ('x', %s, 0, '{}', 0, 0)",
+                (names["alice"],),
+            )
+    assert stores["alice"].read_lines("shared") == stores["bob"].read_lines("shared")
+
+
+def test_a_taken_id_of_an_invisible_session_is_refused_without_writing(team, log_builder):
+    _, _, stores = team
+    stores["alice"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
+    with pytest.raises(StoreError, match="already exists"):
+        stores["bob"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
+    assert stores["bob"].list_sessions() == []
+    assert len(stores["alice"].read_lines("s")[1]) == 3
+
+
+# -- roles it refuses -----------------------------------------------------------------------------
+
+
+def test_it_refuses_a_superuser_and_a_role_that_bypasses_rls(postgres_server, postgres_database):
+    with pytest.raises(StoreUnavailable, match="refusing to run as 'postgres', a superuser"):
+        PostgresSessionStore.open(postgres_database.server.admin_dsn + f" dbname={postgres_database.name}")
+    bypass = postgres_server.role("bypass", options="BYPASSRLS")
+    with pytest.raises(StoreUnavailable, match="a role with BYPASSRLS") as info:
+        postgres_database.open(bypass)
+    assert info.value.exit_code == 2
+
+
+# -- the schema -----------------------------------------------------------------------------------
+
+
+def _catalog(database):
+    """Every object of the dsh schema and the stored version: what init may not change twice."""
+    with database.admin() as conn:
+        objects = conn.execute(
+            "SELECT c.relname, c.relkind, c.relrowsecurity, c.relforcerowsecurity FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'dsh' ORDER BY 1"
+        ).fetchall()
+        policies = conn.execute("SELECT tablename, policyname FROM pg_policies ORDER BY 1, 2").fetchall()
+        version = conn.execute("SELECT value FROM dsh.meta").fetchall()
+    return objects, policies, version
+
+
+def test_init_is_idempotent_and_every_session_table_has_forced_rls(postgres_database):
+    before = _catalog(postgres_database)
+    assert init_schema(postgres_database.dsn(postgres_database.owner)) == (SCHEMA_VERSION, SCHEMA_VERSION)
+    assert _catalog(postgres_database) == before
+    objects, policies, version = before
+    tables = {name: (rls, forced) for name, kind, rls, forced in objects if kind == "r"}
+    assert tables == {
+        "meta": (False, False),
+        "sessions": (True, True),
+        "events": (True, True),
+        "surface": (True, True),
+    }
+    assert {t for t, _ in policies} == {"sessions", "events", "surface"}
+    assert version == [(str(SCHEMA_VERSION),)]
+
+
+def test_an_ordinary_role_cannot_init_and_nothing_is_created(postgres_server):
+    database = postgres_server.database()
+    try:
+        with database.admin() as conn:
+            conn.execute("DROP SCHEMA dsh CASCADE")
+        with pytest.raises(StoreUnavailable, match=r"dsh store init failed: .*permission denied") as info:
+            init_schema(database.dsn())
+        assert "\n" not in str(info.value)
+        with database.admin() as conn:
+            assert conn.execute("SELECT to_regnamespace('dsh')").fetchone()[0] is None
+    finally:
+        postgres_server.drop(database.name)
+
+
+def test_a_database_without_the_schema_is_refused_untouched(postgres_server):
+    database = postgres_server.database()
+    try:
+        with database.admin() as conn:
+            conn.execute("DROP SCHEMA dsh CASCADE")
+        with pytest.raises(StoreUnavailable, match="has no dsh schema; run `dsh store init`"):
+            database.open()
+        with database.admin() as conn:
+            assert conn.execute("SELECT to_regnamespace('dsh')").fetchone()[0] is None
+    finally:
+        postgres_server.drop(database.name)
+
+
+@pytest.mark.parametrize(("version", "message"), [(SCHEMA_VERSION + 1, "newer than this dsh"), (0, "older than")])
+def test_a_schema_of_another_version_is_refused_untouched(postgres_database, version, message):
+    with postgres_database.admin() as conn:
+        conn.execute("UPDATE dsh.meta SET value = %s", (str(version),))
+    with pytest.raises(StoreUnavailable, match=message):
+        postgres_database.open()
+    if version > SCHEMA_VERSION:
+        with pytest.raises(StoreUnavailable, match="newer than this dsh"):
+            init_schema(postgres_database.dsn(postgres_database.owner))
+    with postgres_database.admin() as conn:
+        assert conn.execute("SELECT value FROM dsh.meta").fetchall() == [(str(version),)]
+
+
+# -- connecting -----------------------------------------------------------------------------------
+
+
+def test_connection_failures_are_one_line_naming_the_cause(postgres_database, monkeypatch):
+    with pytest.raises(StoreUnavailable, match=r"cannot connect: .*Connection refused") as refused:
+        PostgresSessionStore.open("host=127.0.0.1 port=1 dbname=x user=x")
+    with pytest.raises(StoreUnavailable, match=r"cannot connect: .*no password supplied"):
+        PostgresSessionStore.open(postgres_database.dsn("nobody_at_all"))
+    with pytest.raises(StoreUnavailable, match=r"cannot connect: .*does not exist"):
+        PostgresSessionStore.open(postgres_database.server.dsn("no_such_database", postgres_database.user))
+    with pytest.raises(StoreUnavailable, match="invalid dsn"):
+        PostgresSessionStore.open("host=127.0.0.1 port")
+    assert "\n" not in str(refused.value) and refused.value.exit_code == 2
+    monkeypatch.setenv("PGPASSWORD", "wrong")  # libpq takes PGPASSWORD before the pgpass file
+    with pytest.raises(StoreUnavailable, match=r"cannot connect: .*password authentication failed"):
+        postgres_database.open()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"dsn": "host=h user=u password=secret"}, "must not hold a password: set PGPASSWORD or use a pgpass"),
+        ({"dsn": "postgresql://u:secret@h/db"}, "must not hold a password"),
+        ({"dsn": "host=h port"}, "dsn is not valid"),
+        ({"dsn": 5}, "dsn must be a string"),
+        ({"dsn": "", "pool_size": 0}, "pool_size must be a positive integer"),
+        ({"dsn": "", "statement_timeout_ms": -1}, "statement_timeout_ms must be a non-negative integer"),
+    ],
+)
+def test_bad_settings_are_config_errors(table, message):
+    with pytest.raises(ConfigError, match=message):
+        connection_settings(table)
+
+
+def test_settings_default_and_apply(postgres_database):
+    assert connection_settings({"dsn": "dbname=x"}) == ("dbname=x", 4, 30_000)
+    store = PostgresSessionStore.from_table({"dsn": postgres_database.dsn(), "statement_timeout_ms": 1234})
+    try:
+        with store._transaction() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("1234ms",)
+    finally:
+        store.close()
+
+
+# -- two hosts, one session -----------------------------------------------------------------------
+
+
+def test_two_hosts_racing_on_one_session_never_duplicate_or_lose_an_event(postgres_database, log_builder):
+    L = log_builder
+    header = SessionHeader(id="raced", created_at=0)
+    hosts = [postgres_database.open(), postgres_database.open()]
+    hosts[0].append(header, L.events([L.user(0, "start")]))
+    rounds, batch = 60, 5
+    won = [[], []]
+    conflicts = [0, 0]
+    start = threading.Barrier(2)
+
+    def write(i: int) -> None:
+        store = hosts[i]
+        start.wait()
+        for r in range(rounds):
+            seq = store.read_surface("raced").captured_through_seq + 1
+            marker = f"host {i} round {r}"
+            events = L.events([L.user(seq + k, f"{marker} #{k}") for k in range(batch)])
+            try:
+                store.append(header, events)
+            except StoreError as exc:
+                assert "store expects" in str(exc) or "conflict" in str(exc), exc
+                conflicts[i] += 1
+                continue
+            won[i].append(marker)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    try:
+        _, events = hosts[0].read_events("raced")
+        texts = [e.data["content"][0]["text"] for e in events[1:]]
+        assert len(texts) == len(set(texts)) == batch * (len(won[0]) + len(won[1]))
+        # Each winning batch is whole and contiguous; no losing batch left a trace.
+        for i in range(2):
+            for marker in won[i]:
+                at = texts.index(f"{marker} #0")
+                assert texts[at : at + batch] == [f"{marker} #{k}" for k in range(batch)]
+        assert {t.split(" #")[0] for t in texts} == {m for w in won for m in w}
+        assert hosts[1].read_surface("raced").captured_through_seq == len(events) - 1
+        print(f"race: {len(won[0])} + {len(won[1])} batches won, {sum(conflicts)} conflicts")
+    finally:
+        for store in hosts:
+            store.close()

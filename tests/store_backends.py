@@ -1,0 +1,155 @@
+"""The stores the store contract tests run against, behind one small interface.
+
+`store_backend` is parametrized over `sqlite` and `postgres`: a test taking it runs once per
+store. Each backend opens handles onto one backing database and offers the few things a test
+needs to look inside (the SQL a call ran, whether it read rows by key, overwriting stored lines).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_host.store.sqlite import SqliteSessionStore
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+class SqliteBackend:
+    name = "sqlite"
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / "data" / "sessions.sqlite3"
+
+    def open(self) -> SqliteSessionStore:
+        return SqliteSessionStore.open(self.path)
+
+    @contextlib.contextmanager
+    def trace(self, store: SqliteSessionStore) -> Iterator[list[tuple[str, Any]]]:
+        """The statements the store runs on this thread, as (sql, None)."""
+        statements: list[str] = []
+        traced: list[tuple[str, Any]] = []
+        conn = store._connection()
+        conn.set_trace_callback(statements.append)
+        try:
+            yield traced
+        finally:
+            conn.set_trace_callback(None)
+            traced.extend((s, None) for s in statements)
+
+    def table_accesses(self, store: SqliteSessionStore, traced: list[tuple[str, Any]]) -> list[str]:
+        """How each traced SELECT reaches each table: `SEARCH ...` (by key) or `SCAN ...`."""
+        conn = store._connection()
+        plans = []
+        for statement, _ in traced:
+            if statement.lstrip().upper().startswith("SELECT"):
+                rows = conn.execute("EXPLAIN QUERY PLAN " + statement, [None] * statement.count("?")).fetchall()
+                plans.extend(row[-1] for row in rows)
+        return plans
+
+    def keyed(self, access: str) -> bool:
+        return access.startswith("SEARCH") and "TEMP B-TREE" not in access
+
+    def corrupt_lines(self, store: SqliteSessionStore, session_id: str, seqs: list[int]) -> None:
+        conn = sqlite3.connect(store.path)
+        (pk,) = conn.execute("SELECT pk FROM sessions").fetchone()
+        with conn:
+            conn.executemany("UPDATE events SET line = '{corrupt' WHERE key = ?", [((pk << 32) | s,) for s in seqs])
+        conn.close()
+
+    def pad(self, events: int) -> None:
+        """Nothing: SQLite's planner picks keyed access whatever the table sizes."""
+
+
+class PostgresBackend:
+    name = "postgres"
+
+    def __init__(self, database: Any) -> None:
+        self.database = database
+
+    def open(self) -> Any:
+        return self.database.open()
+
+    @contextlib.contextmanager
+    def trace(self, store: Any) -> Iterator[list[tuple[str, Any]]]:
+        """The statements the store runs, as (sql, params), from every connection of its pool."""
+        import psycopg
+
+        traced: list[tuple[str, Any]] = []
+        original = psycopg.Connection.execute
+
+        def execute(conn, query, params=None, **kwargs):
+            traced.append((query, params))
+            return original(conn, query, params, **kwargs)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(psycopg.Connection, "execute", execute)
+            yield traced
+
+    def table_accesses(self, store: Any, traced: list[tuple[str, Any]]) -> list[str]:
+        """`<node type> <table>` for every table access of every traced SELECT's plan."""
+        import psycopg
+
+        accesses: list[str] = []
+        with psycopg.connect(self.database.dsn(), autocommit=True) as conn:
+            for statement, params in traced:
+                if statement.lstrip().upper().startswith("SELECT"):
+                    (plan,) = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+                    accesses.extend(_accesses(plan[0]["Plan"]))
+        return accesses
+
+    def keyed(self, access: str) -> bool:
+        # A bitmap heap scan fetches exactly the rows its index scan found.
+        return access.startswith(("Index Scan ", "Index Only Scan ", "Bitmap Heap Scan "))
+
+    def corrupt_lines(self, store: Any, session_id: str, seqs: list[int]) -> None:
+        with self.database.admin() as conn:
+            conn.execute(
+                "UPDATE dsh.events SET line = '{corrupt' WHERE session_pk = "
+                "(SELECT pk FROM dsh.sessions WHERE id = %s) AND seq = ANY(%s)",
+                (session_id.encode("utf-8", "surrogatepass"), seqs),
+            )
+
+    def pad(self, events: int) -> None:
+        """Other roles' sessions (a thousand, one of `events` events), so the planner sees tables of
+        a real size."""
+        with self.database.admin() as conn:
+            conn.execute(
+                "INSERT INTO dsh.sessions (id, owner, created_at, header, next_seq, next_ord) "
+                "SELECT int4send(g), 'nobody', 0, '{}', 0, 0 FROM generate_series(1, 1000) g"
+            )
+            (pk,) = conn.execute("SELECT pk FROM dsh.sessions WHERE id = int4send(1)").fetchone()
+            conn.execute("INSERT INTO dsh.events SELECT %s, g, '{}' FROM generate_series(0, %s - 1) g", (pk, events))
+            conn.execute(
+                "INSERT INTO dsh.surface (session_pk, ord, seq, type, text) SELECT %s, g, 2 * g, 'x', '' "
+                "FROM generate_series(0, %s - 1) g",
+                (pk, events // 2),
+            )
+            conn.execute("ANALYZE")
+
+
+def _accesses(node: dict[str, Any]) -> Iterator[str]:
+    if "Relation Name" in node:
+        yield f"{node['Node Type']} {node['Relation Name']}"
+    for child in node.get("Plans", ()):
+        yield from _accesses(child)
+
+
+def make_backend(name: str, directory: Path, request: pytest.FixtureRequest) -> SqliteBackend | PostgresBackend:
+    if name == "sqlite":
+        return SqliteBackend(directory)
+    server = request.getfixturevalue("postgres_server")
+    database = server.database()
+    request.addfinalizer(lambda: server.drop(database.name))
+    return PostgresBackend(database)
+
+
+@pytest.fixture(params=BACKENDS)
+def store_backend(request, tmp_path) -> SqliteBackend | PostgresBackend:
+    """Each store in turn (a fresh, empty one per test)."""
+    return make_backend(request.param, tmp_path, request)
