@@ -136,6 +136,45 @@ async def test_cancel_requested_during_a_turn_clears_steering_its_listener_adds(
         assert h.of("steering/message") == [] and len(h.of("turn/start")) == 1
 
 
+async def test_a_cancel_from_a_running_status_listener_drops_the_message_and_runs_its_replacement(tmp_path):
+    class CancelOnRunning:
+        def __init__(self) -> None:
+            self.cancelled = False
+
+        @hookimpl
+        def dsh_agent_status(self, agent, status):
+            if status == "running" and not self.cancelled:
+                self.cancelled = True
+                agent.cancel()
+                agent.send("replacement")
+
+    async with agent_harness(tmp_path, [text_response("ok")], extra=[CancelOnRunning()]) as h:
+        await h.run("original")
+
+        assert len(h.of("turn/start")) == 1
+        assert request_texts(h.requests[0]) == ["replacement"]
+        assert h.turn_ends() == [{"kind": "completed"}]
+
+
+@pytest.mark.parametrize("boundary", ["turn/start", "step/start"])
+async def test_a_cancel_from_a_session_event_observer_aborts_with_balanced_steps(tmp_path, boundary):
+    class CancelAt:
+        agent: Agent
+
+        @hookimpl
+        def dsh_session_event(self, session, event):
+            if event.type == boundary:
+                self.agent.cancel()
+
+    observer = CancelAt()
+    async with agent_harness(tmp_path, [text_response("never")], extra=[observer]) as h:
+        observer.agent = h.agent
+        await h.run("go")
+
+        assert h.turn_ends() == [{"kind": "aborted"}]
+        assert h.requests == [] and len(h.of("step/start")) == len(h.of("step/end"))
+
+
 # --- step hooks: pre-step, session-prefix, request, step-result ---------------------------------
 
 
