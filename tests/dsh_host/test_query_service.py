@@ -8,7 +8,7 @@ import pytest
 
 from dsh_host.query import SessionRecord, record_json
 from dsh_host.session.events import SessionHeader, event_from_json
-from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.store.base import SessionNotFound
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs

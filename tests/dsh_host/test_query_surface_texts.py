@@ -7,7 +7,7 @@ import pytest
 from dsh_host.query import texts_of
 from dsh_host.session.events import SurfaceText, surface_text
 from dsh_host.session.jsonl import read_log_file
-from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.store.base import SessionNotFound
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs

@@ -14,7 +14,8 @@ import pytest
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import SessionHeader
-from dsh_host.store.sqlite import SqliteSessionStore, StoreError
+from dsh_host.store.base import StoreError
+from dsh_host.store.sqlite import SqliteSessionStore
 from tests.dsh_host.test_store_contract import store_awkward_ids
 
 # Its logs are built by hand (turnless fixtures, broken logs on purpose), not written by dsh.

@@ -15,7 +15,7 @@ from dsh_host.host import Host
 from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
-from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.store.base import SessionNotFound
 from dsh_session_reference import (
     ErrorCode,
     SessionReferenceError,

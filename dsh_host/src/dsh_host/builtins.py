@@ -1,14 +1,21 @@
 """The host's own hook implementations, registered like any plugin's.
 
-They provide the last-resort results of the waterfall hooks and the two built-in model
-adapters. Optional built-in features (the read-only file tools) are separate entry-point
-plugins instead, so configuration can leave them out.
+They provide the last-resort results of the waterfall hooks, the two built-in model adapters
+and the embedded SQLite store. Optional built-in features (the read-only file tools) are
+separate entry-point plugins instead, so configuration can leave them out.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from dsh_host.agent.composition import Composition
 from dsh_host.agent.decisions import Allow
 from dsh_host.hookspecs import hookimpl
+from dsh_host.settings import read_str, reject_unknown
+
+SQLITE_FILE = "sessions.sqlite3"
 
 
 @hookimpl(trylast=True)
@@ -50,6 +57,12 @@ def dsh_agent_turn_continuation(agent, turn, default_decision, signal):
     return default_decision
 
 
+@hookimpl(trylast=True)
+def dsh_compose_message(agent, text, signal):
+    """Without a composing plugin, the text goes out as typed."""
+    return Composition.text(text)
+
+
 @hookimpl
 def dsh_register_models(register):
     from dsh_host.models import openai, scripted
@@ -85,3 +98,17 @@ def dsh_register_renderers(register):
 
     for event_type, render in HOST_RENDERERS.items():
         register(event_type, render)
+
+
+@hookimpl
+def dsh_register_stores(register):
+    register("sqlite", open_sqlite_store)
+
+
+def open_sqlite_store(host: Any, table: dict[str, Any]) -> Any:
+    """`[stores.sqlite]`: `path` (default `sessions.sqlite3` under the data dir)."""
+    from dsh_host.store.sqlite import SqliteSessionStore
+
+    reject_unknown("stores.sqlite", table, ("path",))
+    path = read_str("stores.sqlite", table, "path", "")
+    return SqliteSessionStore.open(Path(path).expanduser() if path else host.data_dir / SQLITE_FILE)

@@ -40,9 +40,13 @@ DEFAULTS: dict[str, Any] = {
         "scripted": {},
     },
     "plugins": {},
+    "stores": {},
 }
 
-_HOST_KEYS = {"plugins": list, "model": str, "data_dir": str}
+DEFAULT_STORE = "sqlite"
+"""The store used when `[host] store` is not set: the embedded SQLite file."""
+
+_HOST_KEYS = {"plugins": list, "model": str, "data_dir": str, "store": str}
 _MODEL_KEYS = {
     "openai": {
         "base_url": str,
@@ -54,7 +58,7 @@ _MODEL_KEYS = {
     },
     "scripted": {"script": str, "context_window": int},
 }
-_TOP_KEYS = {"host", "models", "plugins"}
+_TOP_KEYS = {"host", "models", "plugins", "stores"}
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
@@ -80,7 +84,27 @@ class Config:
         return copy.deepcopy(dict(self.data["plugins"].get(name, {})))
 
     def model_table(self, provider: str) -> dict[str, Any]:
+        """A copy of `[models.<provider>]`, empty when absent."""
         return copy.deepcopy(dict(self.data["models"].get(provider, {})))
+
+    @property
+    def store_name(self) -> str:
+        """The store to open (`[host] store`, default `sqlite`)."""
+        return self.data["host"].get("store", DEFAULT_STORE)
+
+    def store_table(self, name: str) -> dict[str, Any]:
+        """A copy of `[stores.<name>]`, empty when absent."""
+        return copy.deepcopy(dict(self.data["stores"].get(name, {})))
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], *, origin: str = "code") -> Config:
+        """A configuration built in code: `mapping` has the shape of a `dsh.toml` file.
+
+        It is merged over the built-in defaults and validated exactly as a file is (the same
+        errors, naming `origin` where a file's would name its path). The environment is not
+        consulted: a host composed in code says what it wants.
+        """
+        return _build(copy.deepcopy(dict(mapping)), origin, path=None)
 
 
 def find_config_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: Path) -> Path | None:
@@ -138,19 +162,8 @@ def load_config(
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
     path = find_config_file(explicit, env, cwd)
-    data = copy.deepcopy(DEFAULTS)
-    origins = {"host": "defaults", "models": "defaults", "plugins": "defaults"}
-    if path is not None:
-        loaded = parse_toml_file(path)
-        _validate_shape(loaded, path)
-        for section, table in loaded.items():
-            merged = data[section]
-            for key, value in table.items():
-                if section == "models" and isinstance(value, dict):
-                    merged.setdefault(key, {}).update(value)
-                else:
-                    merged[key] = value
-                origins[f"{section}.{key}"] = str(path)
+    config = _build(parse_toml_file(path) if path is not None else {}, str(path), path=path)
+    data, origins = config.data, dict(config.origins)
     if "DSH_LOAD_PLUGINS" in env:
         data["host"]["plugins"] = [n.strip() for n in env["DSH_LOAD_PLUGINS"].split(",") if n.strip()]
         origins["host.plugins"] = "env DSH_LOAD_PLUGINS"
@@ -160,7 +173,23 @@ def load_config(
     return Config(data=data, origins=origins, path=path)
 
 
-def _validate_shape(loaded: Mapping[str, Any], path: Path) -> None:
+def _build(loaded: dict[str, Any], where: str, *, path: Path | None) -> Config:
+    """`loaded` validated and merged over the defaults; each key's origin is `where`."""
+    _validate_shape(loaded, where)
+    data = copy.deepcopy(DEFAULTS)
+    origins = dict.fromkeys(DEFAULTS, "defaults")
+    for section, table in loaded.items():
+        merged = data[section]
+        for key, value in table.items():
+            if section in ("models", "stores") and isinstance(value, dict):
+                merged.setdefault(key, {}).update(value)
+            else:
+                merged[key] = value
+            origins[f"{section}.{key}"] = where
+    return Config(data=data, origins=origins, path=path)
+
+
+def _validate_shape(loaded: Mapping[str, Any], path: str) -> None:
     for key, value in loaded.items():
         if key not in _TOP_KEYS:
             raise ConfigError(f"{path}: unknown table [{key}] (known: {', '.join(sorted(_TOP_KEYS))})")
@@ -183,12 +212,13 @@ def _validate_shape(loaded: Mapping[str, Any], path: Path) -> None:
                 if key not in known:
                     raise ConfigError(f"{path}: [models.{provider}] unknown key {key!r}")
                 _check_type(f"models.{provider}", key, value, known[key], path)
-    for name, table in loaded.get("plugins", {}).items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [plugins.{name}] must be a table, got {table!r}")
+    for section in ("plugins", "stores"):
+        for name, table in loaded.get(section, {}).items():
+            if not isinstance(table, dict):
+                raise ConfigError(f"{path}: [{section}.{name}] must be a table, got {table!r}")
 
 
-def _check_type(table: str, key: str, value: Any, expected: type, path: Path) -> None:
+def _check_type(table: str, key: str, value: Any, expected: type, path: str) -> None:
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
     if expected is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -375,3 +375,35 @@ def dsh_model_request_headers(provider, request):
     nothing; the mappings are merged in call order, and the adapter's own headers
     (authorization, content type) always win.
     """
+
+
+# -- stores and message composition (the toolkit seams) --------------------------------------
+
+
+@hookspec
+def dsh_register_stores(register):
+    """Register session stores.
+
+    Called once by the host when it first needs its store, on every registered plugin.
+    `register(name, factory)` adds a store under `name` (the value of `[host] store`);
+    `factory(host, table)` opens and returns a `dsh_host.SessionStore`, where `table` is the
+    `[stores.<name>]` configuration table as a plain dict (empty when absent): validate it and
+    raise `dsh_host.ConfigError` naming the table, key and value for a bad one, or
+    `dsh_host.StoreError` when the store cannot be opened. Registering a name twice is an
+    error. The host's own `sqlite` store is registered through this hook. The result is ignored.
+    """
+
+
+@hookspec(firstresult=True)
+def dsh_compose_message(agent, text, signal):
+    """Turn the text a person typed into the message an agent is sent.
+
+    Called by `Agent.compose` (and so by `Agent.submit`, `dsh run` and the terminal UI) once
+    per submitted text, before anything is queued. Return a `dsh_host.Composition` (content
+    blocks and the contexts that ride with them), an awaitable resolving to one, or None to
+    abstain; abstaining must be synchronous, since an awaitable ends the chain. The host's
+    last-resort implementation returns the text as one text block with no contexts. `signal`
+    is an `asyncio.Event` set when the caller abandons the composition (the person pressed
+    Ctrl+C, the editor moved on): stop waiting then. Raise a `dsh_host.DshError` whose message
+    is the one line to show and whose `code` names the failure; nothing is sent.
+    """

@@ -1,49 +1,75 @@
 """The host: configuration, plugin manager, services, and the shared runtime parts.
 
 A host is built from a `Config`: it registers the host's own hook implementations
-(`dsh_host.builtins`), discovers the installed plugins, imports and mounts the configured ones,
-and exposes the store, the live sessions, the model registry and the service registry to them.
+(`dsh_host.builtins`), discovers the installed plugins, imports and mounts the configured ones
+(then any plugin objects handed to `Host.start`), and exposes the store, the live sessions, the
+model registry and the service registry to them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_host import builtins, plugins
+from dsh_host import builtins
+from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
+from dsh_host.errors import PluginError
+from dsh_host.models.registry import ModelRegistry
 from dsh_host.query import SessionQuery
 from dsh_host.services import Services
+from dsh_host.session.registry import SessionRegistry
+from dsh_host.store.base import SessionStore
+from dsh_host.store.registry import open_store
 
 if TYPE_CHECKING:
-    from dsh_host.models.registry import ModelRegistry
-    from dsh_host.session.registry import SessionRegistry
-    from dsh_host.store.sqlite import SqliteSessionStore
+    from dsh_host.agent import Agent
+
+HOST_PLUGIN = "dsh-host"
 
 
 class Host:
-    """A running dsh host. Build one with `Host.start(config)`; call `close()` when done."""
+    """A running dsh host. Build one with `Host.start(config)`; close it when done.
+
+    `Host` is a context manager (`with Host.start(config) as host:`) and an async one
+    (`async with Host.start(config) as host:`, which also flushes live sessions on exit).
+    """
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.pm = plugins.new_plugin_manager()
-        self.pm.register(builtins, name="dsh-host")
+        self.pm = loading.new_plugin_manager()
+        self.pm.register(builtins, name=HOST_PLUGIN)
         self.services = Services()
-        self.installed = plugins.discover()
-        self.mounted: list[plugins.MountedPlugin] = []
-        self._modules: dict[str, Any] = {}
+        self.installed = loading.discover()
+        self.mounted: list[loading.MountedPlugin] = []
+        self._plugin_objects: dict[str, Any] = {}
+        self._store_lock = threading.Lock()
         self._closed = False
 
     @classmethod
-    def start(cls, config: Config | None = None) -> Host:
-        """Mount the configured plugins; raises PluginError (nothing stays mounted) on failure."""
+    def start(cls, config: Config | None = None, *, plugins: Mapping[str, Any] | None = None) -> Host:
+        """Mount the configured plugins, then `plugins` (name to plugin object), in order.
+
+        A plugin object (a module, class or instance with `dsh_*` hook implementations) is
+        registered and mounted exactly like an installed plugin of that name, with its
+        `[plugins.<name>]` table, so a custom host needs no entry points. Raises PluginError
+        (nothing stays mounted) on failure.
+        """
         host = cls(config if config is not None else load_config())
-        host.services.register("session_query", SessionQuery(host), owner="dsh-host")
-        names = plugins.resolve_names(host.config.plugin_names, host.installed)
-        modules = plugins.import_plugins(names, host.installed)
-        host.mounted = plugins.mount_all(host, names, modules)
-        host._modules = modules
+        host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
+        names = loading.resolve_names(host.config.plugin_names, host.installed)
+        objects = loading.import_plugins(names, host.installed)
+        for name, plugin in (plugins or {}).items():
+            if name in objects:
+                raise PluginError(f"plugin {name!r} is both configured and given to Host.start")
+            objects[name] = plugin
+        host.mounted = loading.mount_all(host, list(objects), objects)
+        host._plugin_objects = objects
         return host
 
     @property
@@ -53,41 +79,78 @@ class Host:
 
     @cached_property
     def data_dir(self) -> Path:
+        """Where the host keeps its data (`[host] data_dir`, else the platform's user data dir)."""
         configured = self.config.host.get("data_dir")
         return Path(configured).expanduser() if configured else default_data_dir()
 
     @cached_property
-    def store(self) -> SqliteSessionStore:
-        """The embedded SQLite store, opened on first use."""
-        from dsh_host.store.sqlite import SqliteSessionStore
+    def store(self) -> SessionStore:
+        """The configured store (`[host] store`, default `sqlite`), opened on first use.
 
-        return SqliteSessionStore.open(self.data_dir / "sessions.sqlite3")
+        Its operations block: call them from a worker thread (`asyncio.to_thread`), as the
+        session registry and the query service do.
+        """
+        return open_store(self, self.config.store_name, self.config.store_table(self.config.store_name))
+
+    def _store_now(self) -> SessionStore:
+        # Worker threads may ask for the store at once: open it once.
+        if "store" not in self.__dict__:
+            with self._store_lock:
+                return self.store
+        return self.store
 
     @cached_property
     def sessions(self) -> SessionRegistry:
         """Live sessions of this process, persisted through `store`."""
-        from dsh_host.session.registry import SessionRegistry
-
-        return SessionRegistry(self)
+        return SessionRegistry(self._store_now)
 
     @cached_property
     def models(self) -> ModelRegistry:
-        from dsh_host.models.registry import ModelRegistry
-
+        """Model adapters by provider (`host.models.resolve("openai:deepseek-chat")`)."""
         return ModelRegistry.from_hooks(self)
 
+    async def open_agent(
+        self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None, model: str | None = None
+    ) -> Agent:
+        """An agent on a new session (in `cwd`, default the process's) or on session `session_id`.
+
+        An existing session is resumed (a turn a crash left open is closed first); `model` is a
+        `provider[:model]` spec (default `[host] model`). Close the agent with `await
+        agent.close()`.
+        """
+        from dsh_host.agent import Agent
+
+        resolved = self.models.resolve(model)
+        if session_id is None:
+            session = await self.sessions.open_new(os.fspath(cwd) if cwd is not None else os.getcwd())
+        else:
+            session = await self.sessions.resume(session_id)
+        return Agent.create(self, session, resolved)
+
     def close(self) -> None:
-        """Unmount plugins in reverse order and close the store."""
+        """Unmount plugins in reverse order and close the store (live sessions are not flushed)."""
         if self._closed:
             return
         self._closed = True
-        plugins.unmount_all(self, [(p.name, self._modules[p.name]) for p in self.mounted])
+        loading.unmount_all(self, [(p.name, self._plugin_objects[p.name]) for p in self.mounted])
         self.mounted = []
         if "store" in self.__dict__:
             self.store.close()
+
+    async def aclose(self) -> None:
+        """Flush every live session (off the event loop), then `close()`."""
+        if not self._closed and "sessions" in self.__dict__:
+            await self.sessions.close()
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Host:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Host:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.sqlite import SessionNotFound
+from dsh_host.store.base import SessionNotFound, SessionStore
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
+    from dsh_host.session.registry import SessionRegistry
     from dsh_host.session.session import Session
 
 
@@ -48,16 +48,21 @@ class TitleSnapshot:
 class SessionQuery:
     """Read sessions, live or persisted. All methods are coroutines."""
 
-    def __init__(self, host: Host) -> None:
-        self._host = host
+    def __init__(self, sessions: SessionRegistry, store: Callable[[], SessionStore]) -> None:
+        self._sessions = sessions
+        self._store = store
 
     def _live(self, session_id: str) -> Session | None:
-        return self._host.sessions.get(session_id)
+        return self._sessions.get(session_id)
+
+    async def _read(self, operation: str, *args: Any) -> Any:
+        """Run a store read on a worker thread (the store is opened there too, on first use)."""
+        return await asyncio.to_thread(lambda: getattr(self._store(), operation)(*args))
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session, newest first (ties by id, code-point order); reads no log."""
-        rows = await asyncio.to_thread(self._host.store.list_sessions)
-        live = self._host.sessions.live()
+        rows = await self._read("list_sessions")
+        live = self._sessions.live()
         if not live:  # the store's order already is newest first, ties by id
             stored, make = (False, True), SessionRecord._make
             return [make(row + stored) for row in rows]
@@ -81,7 +86,7 @@ class SessionQuery:
         if session is not None:
             title = latest_title(session.events)
             return None if title is None else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
-        stored = await asyncio.to_thread(self._host.store.read_title, session_id)
+        stored = await self._read("read_title", session_id)
         return None if stored is None else TitleSnapshot(stored.title, stored.event_seq, stored.updated_at)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
@@ -89,7 +94,7 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             return live_surface(session)
-        stored = await asyncio.to_thread(self._host.store.read_surface, session_id)
+        stored = await self._read("read_surface", session_id)
         live = self._live(session_id)  # it may have come alive while we read
         return live_surface(live) if live is not None else stored
 
@@ -104,7 +109,7 @@ class SessionQuery:
         stored_ids = [sid for sid in session_ids if self._live(sid) is None]
         stored: dict[str, SurfaceTexts] = {}
         if stored_ids:
-            for texts in await asyncio.to_thread(self._host.store.read_surface_texts, stored_ids):
+            for texts in await self._read("read_surface_texts", stored_ids):
                 stored[texts.header.id] = texts
         out = []
         for sid in session_ids:
@@ -117,14 +122,14 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             return [json.loads(e.to_line()) for e in session.events]
-        _, lines = await asyncio.to_thread(self._host.store.read_lines, session_id)
+        _, lines = await self._read("read_lines", session_id)
         return [json.loads(line) for line in lines]
 
     async def read_header(self, session_id: str) -> SessionHeader:
         session = self._live(session_id)
         if session is not None:
             return session.header
-        return await asyncio.to_thread(self._host.store.read_header, session_id)
+        return await self._read("read_header", session_id)
 
 
 def live_surface(session: Session) -> SurfaceSnapshot:

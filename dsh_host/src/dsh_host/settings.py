@@ -64,6 +64,7 @@ def read_float(
 
 
 def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean (`true`/`false` only), or the default."""
     if key not in config:
         return default
     value = config[key]
@@ -73,6 +74,7 @@ def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) ->
 
 
 def read_str(table: str, config: Mapping[str, Any], key: str, default: str | None) -> str | None:
+    """A string, or the default."""
     if key not in config:
         return default
     value = config[key]

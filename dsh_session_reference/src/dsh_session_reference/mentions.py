@@ -55,6 +55,11 @@ def format_mention(session_id: str, label: str | None = None) -> str:
     return "@[" + _LABEL_SPECIAL.sub(r"\\\g<0>", shown) + "](" + encode_uri(session_id) + ")"
 
 
+def has_reference(text: str) -> bool:
+    """Whether `text` may hold a mention or bare URI at all (both contain the scheme)."""
+    return SCHEME in text
+
+
 def parse_text(text: str) -> ParsedText:
     """Replace every mention and bare session URI in ``text`` with ``@label``.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dsh_host import hookimpl
 from dsh_host.settings import read_int, reject_unknown
+from dsh_session_reference.compose import compose
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.service import (
     DEFAULT_CANDIDATE_LIMIT,
@@ -34,6 +35,15 @@ def dsh_mount(host, config):
         ),
     )
     host.services.register(SERVICE, service)
+
+
+@hookimpl
+def dsh_compose_message(agent, text, signal):
+    """Mentions in `text` become one snapshot context; text without mentions is left to others."""
+    service = agent.host.services.get(SERVICE)
+    if service is None:  # mounted on another host than this agent's
+        return None
+    return compose(service, agent, text, signal)
 
 
 @hookimpl

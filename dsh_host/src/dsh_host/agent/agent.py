@@ -16,10 +16,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_host.agent.cancel import DISPOSED, CancelSignal, resolve_cause
+from dsh_host.agent.composition import Composition
 from dsh_host.agent.dispatch import emit
 from dsh_host.agent.errors import render_error
 from dsh_host.agent.inbox import ABSENT, USER_SOURCE, Inbox, InboxRecord, as_content, snapshot_record
 from dsh_host.agent.loop import CONTEXT_SNAPSHOT_ERROR, RequestHeaderLog, Turn
+from dsh_host.agent.tickets import Ticket, TurnResult
+from dsh_host.asyncs import resolve
 from dsh_host.models.base import ModelAdapter
 from dsh_host.session.events import Event
 from dsh_host.session.frozen import FrozenDict, frozen_loads
@@ -136,8 +139,8 @@ class Agent:
 
     # --- driving verbs --------------------------------------------------------------------------
 
-    def send(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> None:
-        """Queue a message for a turn of its own.
+    def send(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> Ticket:
+        """Queue a message for a turn of its own; returns its `Ticket`.
 
         `content` is a list of content blocks (a string is one text block); `source` defaults to
         `{kind: 'user'}`; `contexts` ride with the message and are written with it or dropped
@@ -145,24 +148,55 @@ class Agent:
         queued) when any part is not lossless JSON.
         """
         self._check_not_disposed()
-        record = snapshot_record(content, source, contexts)
+        ticket = Ticket(self.id, steering=False)
+        record = snapshot_record(content, source, contexts, ticket)
         self._start_driver()
         self._inbox.enqueue(record)
         self._emit_queued(record, steering=False)
+        return ticket
 
-    def steer(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> None:
+    def steer(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> Ticket:
         """Add a message to the running turn, at its next step; when not running, `send` it.
 
         Steering never goes through prompt admission. Steering still pending when its turn
-        ends is queued as an ordinary message, contexts intact.
+        ends is queued as an ordinary message, contexts intact. The returned `Ticket` tells
+        which turn wrote the message (`ticket.steering` is False when it was sent instead).
         """
         self._check_not_disposed()
         if self._status != "running":
-            self.send(content, source=source, contexts=contexts)
-            return
-        record = snapshot_record(content, source, contexts)
+            return self.send(content, source=source, contexts=contexts)
+        ticket = Ticket(self.id, steering=True)
+        record = snapshot_record(content, source, contexts, ticket)
         self._inbox.steer(record)
         self._emit_queued(record, steering=True)
+        return ticket
+
+    async def compose(self, text: str, *, signal: asyncio.Event | None = None) -> Composition:
+        """What `submit(text)` would send: content blocks and contexts; sends nothing.
+
+        Plugins compose through the `dsh_compose_message` hook (session mentions become
+        contexts where session-reference is mounted); otherwise the text is one text block.
+        A failed composition raises the feature's `DshError`. Setting `signal` abandons it.
+        """
+        self._check_not_disposed()
+        hook = self.host.hook.dsh_compose_message
+        return await resolve(hook(agent=self, text=text, signal=signal if signal is not None else asyncio.Event()))
+
+    async def submit(self, text: str, *, signal: asyncio.Event | None = None) -> TurnResult:
+        """The one path from typed text to the agent: compose, then send or steer, then wait.
+
+        Steers when a turn is running (decided after composing), sends otherwise, and returns
+        the `TurnResult` of the turn that consumed the message. A failed composition raises
+        and sends nothing.
+        """
+        composition = await self.compose(text, signal=signal)
+        ticket = self.steer(list(composition.content), contexts=list(composition.contexts))
+        return await ticket.result()
+
+    async def close(self) -> None:
+        """Dispose of the agent and make its session durable (`dispose` then a flush)."""
+        await self.dispose()
+        await self.host.sessions.flush(self.session)
 
     def inject(self, content: Any, *, source: Mapping[str, Any] | None = None, meta: Any = ABSENT) -> None:
         """Add a context message (content as for `send`) without running the model.
@@ -221,6 +255,7 @@ class Agent:
         if self._status != "disposed":
             self._status = "disposed"
             self._inbox.close()
+            self._inbox.clear()
             self._settle_idle_waiters()
             if self._owner is not None:
                 self._owner.abort(DISPOSED)
@@ -279,10 +314,10 @@ class Agent:
                     continue
                 signal = self._owner = CancelSignal()
             stopped = await self._run_turn(inbox.dequeue(), signal)
-            late = inbox.drain_steering()
-            if not stopped:  # after a terminal stop, late steering is discarded
-                for record in late:
-                    inbox.enqueue(record)  # late steering becomes the next ordinary message
+            if stopped:  # after a terminal stop, late steering is discarded
+                inbox.discard_steering()
+            for record in inbox.drain_steering():
+                inbox.enqueue(record)  # late steering becomes the next ordinary message
             if not inbox.has_queued:
                 self._set_status("idle")
 
@@ -300,6 +335,8 @@ class Agent:
         finally:
             self._owner = None
             self._turn = None
+            # A turn that could not even close still answers its messages.
+            turn.settle({"kind": "error", "step": turn.step, "message": "the turn could not run"})
         return turn.stopped
 
     def _skip_cancelled_work(self) -> bool:

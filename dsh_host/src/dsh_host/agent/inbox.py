@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from dsh_host.agent.tickets import Ticket
 from dsh_host.session.frozen import FrozenDict, FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
@@ -40,6 +41,7 @@ class InboxRecord:
     content: FrozenList
     source: FrozenDict
     contexts: FrozenList
+    ticket: Ticket | None = field(default=None, compare=False, repr=False)
 
 
 def as_content(content: Any) -> Any:
@@ -47,7 +49,9 @@ def as_content(content: Any) -> Any:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
-def snapshot_record(content: Any, source: Mapping[str, Any] | None, contexts: Sequence[Any] | None) -> InboxRecord:
+def snapshot_record(
+    content: Any, source: Mapping[str, Any] | None, contexts: Sequence[Any] | None, ticket: Ticket | None = None
+) -> InboxRecord:
     """Snapshot and freeze one message; TypeError when any part is not lossless JSON.
 
     `contexts` is a list or tuple of context mappings (None: none). The caller keeps its
@@ -64,7 +68,7 @@ def snapshot_record(content: Any, source: Mapping[str, Any] | None, contexts: Se
         frozen = frozen_loads(canonical_text(value))
     except NotLosslessJson:
         raise TypeError(SNAPSHOT_ERROR) from None
-    return InboxRecord(content=frozen["content"], source=frozen["source"], contexts=frozen["contexts"])
+    return InboxRecord(content=frozen["content"], source=frozen["source"], contexts=frozen["contexts"], ticket=ticket)
 
 
 class Inbox:
@@ -104,9 +108,13 @@ class Inbox:
         return drained
 
     def clear(self) -> None:
-        """Drop every record of both FIFOs, undelivered."""
-        self._queued.clear()
-        self._steering.clear()
+        """Drop every record of both FIFOs, undelivered (their tickets resolve as dropped)."""
+        _drop(self._queued)
+        _drop(self._steering)
+
+    def discard_steering(self) -> None:
+        """Drop every steering record, undelivered (their tickets resolve as dropped)."""
+        _drop(self._steering)
 
     def close(self) -> None:
         """Stop waiting for good: the agent is disposed and its records are never claimed."""
@@ -127,3 +135,11 @@ class Inbox:
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+def _drop(records: deque[InboxRecord]) -> None:
+    dropped = list(records)
+    records.clear()
+    for record in dropped:
+        if record.ticket is not None:
+            record.ticket.drop()

@@ -22,7 +22,8 @@ from dsh_host.agent.dispatch import serial, waterfall
 from dsh_host.agent.errors import error_code, error_reason, failure_reason, render_error
 from dsh_host.agent.inbox import ABSENT, USER_SOURCE, Inbox, InboxRecord, as_content
 from dsh_host.agent.placement import context_message, place
-from dsh_host.asyncs import resolve
+from dsh_host.agent.tickets import Ticket, turn_result
+from dsh_host.asyncs import abandon_on, resolve
 from dsh_host.models.assembler import AssembledMessage, StreamAssembler
 from dsh_host.models.base import ModelAdapter, ModelFailure, ModelRequest
 from dsh_host.session.events import Event
@@ -167,6 +168,9 @@ class Turn:
         self._headers = headers
         self._step_open = False
         self._deferred: list[Any] | None = None
+        self.first_seq = self.session.seq
+        self.tickets: list[Ticket] = []
+        """The tickets of the messages this turn wrote (its prompt and the steering it took)."""
 
     @property
     def batch_active(self) -> bool:
@@ -184,6 +188,7 @@ class Turn:
 
         Raises only when `turn/start` itself could not be appended (then nothing is owed).
         """
+        self._consume(record)
         trigger = {"kind": "message", "source": record.source}
         self.session.append("turn/start", {"turn": self.number, "trigger": trigger})
         try:
@@ -206,8 +211,13 @@ class Turn:
             return error_reason(self.step, exc)
 
     async def close(self, reason: Mapping[str, Any]) -> None:
-        """Append `turn/end` and make the turn durable; a failed flush is logged, not raised."""
+        """Append `turn/end`, settle the turn's tickets, and make the turn durable.
+
+        Tickets settle as soon as `turn/end` is logged, before the flush: a slow store delays
+        durability, not the answer. A failed flush is logged, not raised.
+        """
         self.session.append("turn/end", {"turn": self.number, "reason": reason})
+        self.settle(reason)
         try:
             await self.agent.host.sessions.flush(self.session)
         except Exception as exc:  # noqa: BLE001 - the turn is closed; the next flush retries the batch
@@ -277,7 +287,7 @@ class Turn:
             if outcome.max_tokens:
                 reason = MAX_TOKENS
             steered = self._write_steering()
-            await self.agent.host.sessions.flush(self.session)
+            await self._durable()
             await serial(self._hook.dsh_agent_post_step, self._arguments(step=self.step))
             self._checkpoint()
             self._end_open_step()
@@ -301,7 +311,7 @@ class Turn:
         self._checkpoint()
         if stop is not None:
             self.stopped = True
-            self._inbox.drain_steering()  # discarded: a terminal stop drops all steering
+            self._inbox.discard_steering()  # a terminal stop drops all steering
             return False
         return proceed
 
@@ -363,7 +373,7 @@ class Turn:
             session_id=self.session.id,
             signal=self.signal,
         )
-        await self.agent.host.sessions.flush(self.session)  # the header is durable before the call
+        await self._durable()  # the header is durable before the call
         assembled, chunk_seqs = await self._stream(self._adapter(request.provider), request)
         self._checkpoint()
         kind = assembled.finish.get("kind")
@@ -539,11 +549,27 @@ class Turn:
         """Log every pending steering record with its contexts; True when there was any."""
         records = self._inbox.drain_steering()
         for record in records:
+            self._consume(record)
             placement = place(record.content, record.source, record.contexts)
             self.session.append("steering/message", {"turn": self.number, **placement.data}, surface_op="append")
             for context in placement.separate:
                 self.session.append("context/message", context_message(context), surface_op="append")
         return bool(records)
+
+    def settle(self, reason: Mapping[str, Any]) -> None:
+        """Resolve the tickets of the messages this turn wrote with its result."""
+        result = turn_result(self.session, self.number, self.first_seq, reason)
+        for ticket in self.tickets:
+            ticket.finish(result)
+
+    async def _durable(self) -> None:
+        """Flush at a checkpoint; a cancel stops the wait (the flush finishes in the background)."""
+        await abandon_on(self.signal, self.agent.host.sessions.flush(self.session), TurnInterrupted)
+
+    def _consume(self, record: InboxRecord) -> None:
+        if record.ticket is not None:
+            record.ticket.consumed_by(self.number)
+            self.tickets.append(record.ticket)
 
     def _checkpoint(self) -> None:
         if self.signal.is_set():

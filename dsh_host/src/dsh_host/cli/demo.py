@@ -22,7 +22,6 @@ from typing import Any, Protocol, runtime_checkable
 import click
 from rich.console import Console
 
-from dsh_host.cli.run import prepare_message, start_agent
 from dsh_host.cli.sessions import describe_event
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
@@ -113,11 +112,10 @@ def required_services(host: Host) -> list[Any]:
 
 async def _scenario(host: Host, compactor: Compactor, mentions: SessionMentions, console: Console) -> None:
     cwd = os.getcwd()
-    source = host.sessions.create(cwd)
-    agent = start_agent(host, source, model_spec="scripted", announce=False)
+    agent = await host.open_agent(cwd=cwd, model="scripted")
+    source = agent.session
     for text in SOURCE_TURNS:
-        agent.send([{"type": "text", "text": text}])
-        await agent.wait_idle()
+        await agent.submit(text)
     await agent.dispose()
     # Keep only the latest exchange verbatim: everything older folds into the checkpoint.
     result = await compactor.compact_now(agent, retain_tokens=DEMO_RETAIN_TOKENS)
@@ -131,16 +129,13 @@ async def _scenario(host: Host, compactor: Compactor, mentions: SessionMentions,
     for event in snapshot.events:
         console.print(describe_event(event), markup=False, no_wrap=True, overflow="ellipsis")
 
-    target = host.sessions.create(cwd)
-    target_agent = start_agent(host, target, model_spec="scripted", announce=False)
+    target_agent = await host.open_agent(cwd=cwd, model="scripted")
+    target = target_agent.session
     prompt = TARGET_PROMPT.format(mention=mentions.format_mention(source.id, "storage decisions"))
     _section(console, f"Target session {target.id}: the user types")
     console.out(display_text(prompt), highlight=False)
-    content, contexts = await prepare_message(host, target_agent, prompt)
-    target_agent.send(content, contexts=contexts)
-    await target_agent.wait_idle()
-    await target_agent.dispose()
-    await host.sessions.flush(target)
+    await target_agent.submit(prompt)
+    await target_agent.close()
 
     from dsh_host.tui.render import Transcript
 

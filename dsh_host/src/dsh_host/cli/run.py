@@ -5,22 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from dsh_host.agent.composition import ComposeError
 from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
 from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
-if TYPE_CHECKING:
-    from dsh_host.agent import Agent
+KEYLESS_NOTICE = 'the scripted model answers (keyless); set [host] model = "openai:deepseek-chat" for a real one'
 
 
 class PreparationFailed(DshError):
-    """A session reference in the prompt could not be prepared; nothing was sent."""
+    """The text could not be composed into a message (a reference failed); nothing was sent."""
 
 
 class TurnFailed(DshError):
@@ -31,44 +31,20 @@ class TurnFailed(DshError):
         self.session = session
 
 
-def start_agent(host: Host, session: Session, *, model_spec: str | None = None, announce: bool = True) -> Agent:
-    """An agent on `session` with the configured model; prints the keyless notice once."""
-    from dsh_host.agent import Agent
-
-    resolved = host.models.resolve(model_spec)
-    if announce:
-        notice = resolved.notice
-        if notice is None and resolved.provider == "scripted":
-            notice = 'the scripted model answers (keyless); set [host] model = "openai:deepseek-chat" for a real one'
-        if notice:
-            click.echo(f"dsh: {notice}", err=True)
-    return Agent.create(host, session, resolved)
-
-
-async def prepare_message(host: Host, agent: Agent, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Content and contexts for `text`: mentions are prepared only where session-reference is mounted."""
-    service = host.services.get("session_references")
-    if service is None:
-        return [{"type": "text", "text": text}], []
-    try:
-        parsed = service.parse_text(text)
-        if not parsed.references:
-            return [{"type": "text", "text": parsed.text}], []
-        prepared = await service.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
-    except Exception as exc:  # noqa: BLE001 - any preparation failure aborts the send
-        code = getattr(exc, "code", None)
-        message = service.describe_error(exc)
-        raise PreparationFailed(f"{message} ({code})" if code else message) from None
-    return prepared.content, prepared.contexts
+def announce_model(host: Host) -> None:
+    """Say once on stderr when the configured model falls back to, or is, the keyless one."""
+    resolved = host.models.resolve()
+    notice = resolved.notice
+    if notice is None and resolved.provider == "scripted":
+        notice = KEYLESS_NOTICE
+    if notice:
+        click.echo(f"dsh: {notice}", err=True)
 
 
 async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Any) -> Session:
     """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events."""
-    if session_id is None:
-        session = host.sessions.create(os.getcwd())
-    else:
-        session = await host.sessions.resume(session_id)
-    start = session.seq
+    agent = await host.open_agent(session_id)
+    session = agent.session
 
     def on_event(_: Session, event: Event) -> None:
         # Model text is untrusted: it reaches the terminal with its control characters inert.
@@ -77,23 +53,19 @@ async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bo
         elif event.type == "assistant/chunk" and event.data["chunk"].get("type") == "text-delta":
             echo(display_text(event.data["chunk"]["text"]))
 
-    agent = start_agent(host, session)
     unsubscribe = session.subscribe(on_event)
     try:
-        content, contexts = await prepare_message(host, agent, text)
-        agent.send(content, contexts=contexts)
-        await agent.wait_idle()
+        result = await agent.submit(text)
+    except ComposeError as exc:
+        raise PreparationFailed(f"{exc} ({exc.code})" if exc.code else str(exc)) from None
     finally:
         unsubscribe()
-        await agent.dispose()
-        await host.sessions.flush(session)
-    end = next((e for e in reversed(session.events[start:]) if e.type == "turn/end"), None)
+        await agent.close()
     if not as_json:
         echo("\n")
     # A failed turn fails the command in both modes (with --json the events also say why).
-    if end is not None and end.data["reason"]["kind"] == "error":
-        reason = end.data["reason"]
-        message = reason.get("failure", {}).get("message") or reason.get("message", "error")
+    if result.reason == "error":
+        message = result.end.get("failure", {}).get("message") or result.end.get("message", "error")
         raise TurnFailed(f"turn failed: {message}", session)
     return session
 
@@ -115,6 +87,7 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
 
+    announce_model(host)
     try:
         session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
     except TurnFailed as exc:

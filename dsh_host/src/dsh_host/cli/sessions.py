@@ -16,7 +16,7 @@ from dsh_host.query import record_json
 from dsh_host.session.check import Violation, check_log
 from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
 from dsh_host.session.surface import fold
-from dsh_host.store.sqlite import SessionNotFound, StoreError
+from dsh_host.store.base import SessionNotFound, StoreError
 from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
 

@@ -28,7 +28,7 @@ from dsh_host.errors import ConfigError
 from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest, ToolSchema
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
+    from dsh_host.models.registry import ModelHost
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_API_KEY_ENV = "DEEPSEEK_API_KEY"
@@ -590,7 +590,7 @@ def _describe(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-def create(host: Host, env: Mapping[str, str] | None = None) -> OpenAIAdapter:
+def create(host: ModelHost, env: Mapping[str, str] | None = None) -> OpenAIAdapter:
     """The adapter configured by `[models.openai]`; the key comes from `env` (os.environ)."""
     env = os.environ if env is None else env
     table = host.config.model_table("openai")

@@ -32,7 +32,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
+    from dsh_host.models.registry import ModelHost
 
 ScriptEntry = list[JsonDict] | Callable[[ModelRequest], Any] | str
 """A chunk list, a function of the request returning one (or an awaitable of one), or "hang"."""
@@ -160,7 +160,7 @@ class ScriptedAdapter:
             yield chunk
 
 
-def create(host: Host, env: Mapping[str, str] | None = None) -> ScriptedAdapter:
+def create(host: ModelHost, env: Mapping[str, str] | None = None) -> ScriptedAdapter:
     """The adapter `[models.scripted]` configures: its `script`, else `$DSH_SCRIPT`, else plain."""
     env = os.environ if env is None else env
     table = host.config.model_table("scripted")

@@ -2,22 +2,21 @@
 
 Appends are synchronous and do no I/O; events wait in `Session.pending` until `flush`, which
 writes them to the store in one transaction. The agent flushes at its checkpoints (before a
-model request, before a tool body, after a step, at turn end).
+model request, before a tool body, after a step, at turn end). Every store call of the async
+methods runs on a worker thread, so a slow store never stalls the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
-from dsh_host.store.sqlite import StoreError
+from dsh_host.store.base import SessionStore, StoreError
 from dsh_host.titles import fallback_title_data, latest_title
-
-if TYPE_CHECKING:
-    from dsh_host.host import Host
 
 
 def new_session_id() -> str:
@@ -26,20 +25,34 @@ def new_session_id() -> str:
 
 
 class SessionRegistry:
-    """The live sessions of a host, persisted through `host.store`."""
+    """The live sessions of a host, persisted through the store `store()` returns."""
 
-    def __init__(self, host: Host) -> None:
-        self._host = host
+    def __init__(self, store: Callable[[], SessionStore]) -> None:
+        self._store = store
         self._live: dict[str, Session] = {}
         self._untitled: set[str] = set()
+        self._flushing: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
 
     def create(self, cwd: str | None, session_id: str | None = None, *, created_at: int | None = None) -> Session:
-        """A new live session (persisted from its first flush on)."""
+        """A new live session (persisted from its first flush on).
+
+        With an explicit `session_id` this asks the store (a blocking call) whether the id is
+        taken; async code uses `open_new`, which asks from a worker thread.
+        """
+        if session_id is not None and self._store().has(session_id):
+            raise StoreError(f"session {session_id!r} already has a persisted log")
+        return self._add(cwd, session_id, created_at)
+
+    async def open_new(self, cwd: str | None, session_id: str | None = None) -> Session:
+        """`create` for async callers: the store is asked on a worker thread."""
+        if session_id is not None and await asyncio.to_thread(lambda: self._store().has(session_id)):
+            raise StoreError(f"session {session_id!r} already has a persisted log")
+        return self._add(cwd, session_id, None)
+
+    def _add(self, cwd: str | None, session_id: str | None, created_at: int | None) -> Session:
         sid = session_id if session_id is not None else new_session_id()
         if sid in self._live:
             raise StoreError(f"session {sid!r} already exists")
-        if self._host.store.has(sid):
-            raise StoreError(f"session {sid!r} already has a persisted log")
         header = SessionHeader(id=sid, created_at=created_at if created_at is not None else now_ms(), cwd=cwd)
         session = Session(header)
         self._live[sid] = session
@@ -56,7 +69,9 @@ class SessionRegistry:
         """Load a persisted session and make it live, closing a turn a crash left open."""
         if session_id in self._live:
             return self._live[session_id]
-        header, events = self._host.store.read_events(session_id)
+        header, events = await asyncio.to_thread(lambda: self._store().read_events(session_id))
+        if session_id in self._live:  # resumed by another task while we read
+            return self._live[session_id]
         session = Session(header, events)
         if latest_title(events) is None:
             self._untitled.add(session_id)
@@ -71,14 +86,25 @@ class SessionRegistry:
 
         An untitled session whose pending events hold its first direct prompt gets its
         fallback title here, in the same batch, so a title is never lost to a crash window.
+        The store writes on a worker thread; flushes of one session run one at a time, and
+        events appended meanwhile wait for the next flush.
         """
-        if session.id in self._untitled:
-            self._title(session)
-        batch = session.take_pending()
-        if not batch:
-            return
-        self._host.store.append(session.header, batch)
-        session.mark_flushed(len(batch))
+        async with self._flush_lock(session.id):
+            if session.id in self._untitled:
+                self._title(session)
+            batch = session.take_pending()
+            if not batch:
+                return
+            await asyncio.to_thread(lambda: self._store().append(session.header, batch))
+            session.mark_flushed(len(batch))
+
+    def _flush_lock(self, session_id: str) -> asyncio.Lock:
+        # A lock belongs to one event loop; a host may serve several in turn (one asyncio.run each).
+        loop = asyncio.get_running_loop()
+        held = self._flushing.get(session_id)
+        if held is None or held[0] is not loop:
+            held = self._flushing[session_id] = (loop, asyncio.Lock())
+        return held[1]
 
     def _title(self, session: Session) -> None:
         if any(e.type == "session/title" for e in session.pending):
@@ -99,6 +125,7 @@ class SessionRegistry:
     def forget(self, session_id: str) -> None:
         self._live.pop(session_id, None)
         self._untitled.discard(session_id)
+        self._flushing.pop(session_id, None)
 
 
 def append_out_of_band(session: Session, type: str, data: dict, trigger: dict) -> None:

@@ -28,13 +28,12 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from dsh_host.errors import DshError
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.store.base import SessionNotFound, SessionRow, StoredTitle, StoreError
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
@@ -85,41 +84,6 @@ _INSERT_SURFACE = (
 def _surface_row(event: Event) -> tuple[Any, ...]:
     text = surface_text(event.type, event.data)
     return (text.type, _text(text.source_kind), _text(text.source_plugin), _text(text.text))
-
-
-class StoreError(DshError):
-    """The database cannot be used (not ours, from the future, corrupt, or a conflict)."""
-
-
-class SessionNotFound(DshError):
-    """No session with that id (the message is the query contract: `session "<id>" not found`)."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {json.dumps(session_id, ensure_ascii=False)} not found")
-        self.session_id = session_id
-
-
-class SessionRow(NamedTuple):
-    """A session as listed: header fields and the latest title, read without the log.
-
-    A named tuple rather than a frozen dataclass: listing builds one per session, and a
-    tuple is several times cheaper to build (10,000 sessions list in about the time of the
-    bare SELECT).
-    """
-
-    id: str
-    created_at: int | float
-    cwd: str | None
-    title: str | None
-
-
-@dataclass(frozen=True)
-class StoredTitle:
-    """The latest `session/title` as kept in the sessions table."""
-
-    title: str
-    event_seq: int
-    updated_at: int
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tuple[Any, ...]:

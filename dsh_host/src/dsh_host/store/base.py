@@ -1,0 +1,121 @@
+"""The store seam: what every session store does, its records and its errors.
+
+A store persists session logs and answers the read side without replaying them. Stores are
+registered through the `dsh_register_stores` hook and selected with `[host] store`; SQLite is
+the embedded default. Every operation is synchronous: the host calls them from worker threads,
+never on the event loop, so a store may block on I/O (and must be safe to call from several
+threads at once).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from dsh_host.errors import DshError
+from dsh_host.session.events import Event, SessionHeader
+from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+
+
+class StoreError(DshError):
+    """The store cannot be used (not ours, from the future, corrupt, closed, or a conflict)."""
+
+
+class SessionNotFound(StoreError):
+    """No session with that id (the message is the query contract: `session "<id>" not found`).
+
+    Stores that enforce visibility raise it for a session the principal may not read, too, so a
+    caller cannot tell a hidden session from a missing one.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {json.dumps(session_id, ensure_ascii=False)} not found")
+        self.session_id = session_id
+
+
+class SessionRow(NamedTuple):
+    """A session as listed: header fields and the latest title, read without the log.
+
+    A named tuple rather than a frozen dataclass: listing builds one per session, and a tuple
+    is several times cheaper to build.
+    """
+
+    id: str
+    created_at: int | float
+    cwd: str | None
+    title: str | None
+
+
+@dataclass(frozen=True)
+class StoredTitle:
+    """The latest `session/title` of a session as the store keeps it."""
+
+    title: str
+    event_seq: int
+    updated_at: int
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """The operations a session store provides (see `SqliteSessionStore` for the reference one).
+
+    Writes: `append` persists one contiguous batch of a session in one transaction (the first
+    batch, starting at seq 0, creates the session; a batch that does not start at the stored
+    next seq is a `StoreError` and nothing of it is written); `import_log` stores a whole log
+    (`replace=True` overwrites an existing session); `delete` removes a session.
+
+    Reads: each answers from one consistent observation. `read_surface` and
+    `read_surface_texts` cost time in proportion to the surface, not the log (log-only and
+    shadowed events are not read); `list_sessions` and `read_title` read no log. An unknown id
+    raises `SessionNotFound`.
+    """
+
+    def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        """Persist a contiguous batch of `header`'s session in one transaction."""
+        ...
+
+    def import_log(self, header: SessionHeader, events: Sequence[Event], *, replace: bool = False) -> None:
+        """Store a whole log in one transaction; `StoreError` if it exists and not `replace`."""
+        ...
+
+    def delete(self, session_id: str) -> bool:
+        """Remove a session; False when there was none."""
+        ...
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Every session the principal can read, newest first (ties by id), with its latest title."""
+        ...
+
+    def has(self, session_id: str) -> bool:
+        """Whether a session with this id is stored (and readable)."""
+        ...
+
+    def read_header(self, session_id: str) -> SessionHeader:
+        """The session's header."""
+        ...
+
+    def read_title(self, session_id: str) -> StoredTitle | None:
+        """The latest title, or None when the session has none."""
+        ...
+
+    def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """Header, last seq and the current surface events (log form), in one read."""
+        ...
+
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
+        """Several sessions' surfaces as text, in order, observed at one instant."""
+        ...
+
+    def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
+        """The header and every event's log line (compact JSON), in seq order, in one read."""
+        ...
+
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
+        """The header and every event, in seq order, in one read."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; later calls raise `StoreError`."""
+        ...

@@ -1,0 +1,43 @@
+"""Composing typed text: session mentions become one snapshot context riding with the message."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dsh_host import ComposeError, Composition
+from dsh_session_reference.errors import SessionReferenceError, render_error_chain
+from dsh_session_reference.mentions import has_reference, parse_text
+from dsh_session_reference.service import SessionReferenceService
+
+INVALID = "Invalid session reference: "
+FAILED = "Session reference failed: "
+
+
+def compose(service: SessionReferenceService, agent: Any, text: str, signal: asyncio.Event) -> Any:
+    """The composition of `text` for `agent`, or None (abstain) when it mentions no session.
+
+    Parsing is synchronous, so a text without mentions abstains at once and a malformed
+    mention fails before anything is awaited; preparing the snapshot is the awaitable part.
+    """
+    if not has_reference(text):
+        return None
+    try:
+        parsed = parse_text(text)
+    except SessionReferenceError as exc:
+        raise ComposeError(INVALID + render_error_chain(exc), code=exc.code) from exc
+    if not parsed.references:
+        return None
+    return _prepare(service, agent, parsed.text, parsed.references, signal)
+
+
+async def _prepare(
+    service: SessionReferenceService, agent: Any, text: str, references: list[Any], signal: asyncio.Event
+) -> Composition:
+    try:
+        prepared = await service.prepare(agent, [{"type": "text", "text": text}], references, signal)
+    except SessionReferenceError as exc:
+        raise ComposeError(FAILED + render_error_chain(exc), code=exc.code) from exc
+    except Exception as exc:
+        raise ComposeError(FAILED + render_error_chain(exc)) from exc
+    return Composition(prepared.content, prepared.contexts)
