@@ -114,9 +114,10 @@ def dsh_prompt_submit(agent, content, source, signal, contexts):
 def dsh_agent_post_step(agent, turn, step, signal):
     """Run after a step's response, tool results, contexts and steering are durable.
 
-    Called by the agent on every successful step, before `step/end`; each implementation is
-    awaited in turn. Compaction uses it to relieve context pressure. An exception fails the
-    turn. The result is ignored.
+    Called by the agent on every successful step, before `step/end`. Serial: implementations
+    are awaited one after the other and the first returning anything but None or False ends
+    the chain; the result is otherwise ignored. Compaction uses it to relieve context
+    pressure. An exception fails the turn.
     """
 
 

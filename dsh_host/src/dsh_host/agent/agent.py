@@ -130,7 +130,11 @@ class Agent:
         return unsubscribe
 
     def request_header(self) -> dict[str, Any]:
-        """The canonical request header of the agent's next request: config, system, tools."""
+        """The agent's own part of its next request header: config, system, tools.
+
+        The loop completes it per request: `dsh_agent_request` chooses the config and the
+        session prefix (`dsh_agent_session_prefix`) becomes `messagePrefix`.
+        """
         header: dict[str, Any] = {"config": {"provider": self.provider, "model": self.model}}
         if self.system:
             header["system"] = self.system
