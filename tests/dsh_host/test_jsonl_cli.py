@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.jsonl import InvalidLog, parse_log, read_log_file
+from dsh_host.session.lossless import MAX_DEPTH
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -264,3 +266,51 @@ def test_read_log_file_accepts_a_header_only_log(tmp_path):
     path.write_text(line(HEADER) + "\n", "utf-8")
     parsed = read_log_file(path)
     assert parsed.events == [] and parsed.header.created_at == 1000
+
+
+# --- deep nesting ----------------------------------------------------------------------------------
+
+
+def deep_log(path: Path, levels: int) -> Path:
+    """A log whose third line carries data nested `levels` deep (written without recursion)."""
+    header = {**HEADER, "id": "deep"}
+    turn = {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
+    data = "[" * levels + "]" * levels
+    lines = [
+        line(header),
+        line({"type": "turn/start", "seq": 0, "time": 0, "data": turn}),
+        '{"type":"custom/deep","seq":1,"time":0,"data":' + data + "}",
+        line({"type": "turn/end", "seq": 2, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+    ]
+    path.write_text("".join(f"{text}\n" for text in lines), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 1_500, 5_000])
+def test_a_line_nested_too_deeply_is_one_error_line_and_imports_nothing(dsh, tmp_path, log_builder, levels):
+    kept = write_log(tmp_path / "kept.jsonl", HEADER, good_events(log_builder))
+    assert dsh("sessions", "import", str(kept))[0] == 0
+    path = deep_log(tmp_path / "deep.jsonl", levels)
+
+    code, out, err = dsh("sessions", "import", str(path))
+
+    assert (code, out) == (1, "")
+    assert err.endswith("\n") and err.count("\n") == 1  # one line, no traceback
+    assert err.startswith(f"dsh: error: {path}:3: ")
+    assert f"{MAX_DEPTH} levels" in err
+    assert stored_ids(dsh.home) == ["imported"]
+    assert dsh("sessions", "export", "imported")[1] == kept.read_text("utf-8")
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 5_000])
+def test_reading_a_log_nested_too_deeply_names_the_line(tmp_path, levels):
+    path = deep_log(tmp_path / "deep.jsonl", levels)
+    with pytest.raises(InvalidLog, match=rf"^{re.escape(str(path))}:3: .*{MAX_DEPTH} levels"):
+        read_log_file(path)
+
+
+def test_data_nested_to_the_limit_imports_and_exports_unchanged(dsh, tmp_path):
+    path = deep_log(tmp_path / "deep.jsonl", MAX_DEPTH)
+    assert read_log_file(path).events[1].data == json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    assert dsh("sessions", "import", str(path)) == (0, "imported deep (3 events)\n", "")
+    assert dsh("sessions", "export", "deep")[1] == path.read_text("utf-8")

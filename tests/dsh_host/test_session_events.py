@@ -20,7 +20,7 @@ from dsh_host.session.events import (
 )
 from dsh_host.session.frozen import thaw
 from dsh_host.session.jsonl import InvalidLog, parse_log
-from dsh_host.session.lossless import NotLosslessJson, canonical_text
+from dsh_host.session.lossless import MAX_DEPTH, NotLosslessJson, canonical_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import SurfaceError
 
@@ -139,12 +139,62 @@ def test_lossless_accepts_json_values_and_shared_subobjects():
     assert event.data["dag"][0] is not event.data["dag"][1]  # duplicated in the copy, as the spec says
 
 
-def test_lossless_accepts_deep_nesting_within_the_json_codec_limit():
+def nested(levels: int) -> list:
+    """Arrays nested `levels` deep (`[]` is one level)."""
     value: list = []
-    for _ in range(800):
+    for _ in range(levels - 1):
         value = [value]
-    event = new_session().append("custom/deep", {"v": value})
-    assert json.loads(event.data_json) == {"v": value}
+    return value
+
+
+# Below and above orjson's own limit (254 levels), where the standard library's codec takes over.
+@pytest.mark.parametrize("levels", [254, 255, MAX_DEPTH])
+def test_lossless_accepts_nesting_up_to_the_limit(levels):
+    event = new_session().append("custom/deep", nested(levels))
+    assert json.loads(event.data_json) == nested(levels)
+    assert thaw(event.data) == nested(levels)
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 5_000])
+def test_deeper_nesting_is_refused_naming_the_limit(levels):
+    session = new_session()
+    with pytest.raises(NotLosslessJson, match=f"nested deeper than {MAX_DEPTH} levels"):
+        session.append("custom/deep", nested(levels))
+    assert session.seq == 0
+
+
+# Floats orjson spells unlike `repr` (small ones), and strings that look like them.
+AWKWARD = st.sampled_from([1e-4, 1e-5, 2.5e-7, 5e-324, 1e16, 1.5e300, 123456789.125, "e-", "0.0000", "-0", "\ud800x"])
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not (f == 0 and math.copysign(1, f) < 0))
+    | st.text()
+    | AWKWARD,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=5) | st.sampled_from(["e-", "\udc00"]), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+def test_canonical_text_is_exactly_the_standard_compact_encoding(value):
+    assert canonical_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_every_field_of_an_event_is_read_only():
+    event = new_session().append("custom/x", {"a": 1})
+    for name in ("type", "seq", "time", "data", "surface_op", "source_event_seqs", "data_json"):
+        with pytest.raises(AttributeError):
+            setattr(event, name, None)
+        with pytest.raises(AttributeError):
+            delattr(event, name)
+    with pytest.raises(AttributeError):
+        event.extra = 1  # type: ignore[attr-defined]
+    assert (event.type, event.seq, event.data) == ("custom/x", 0, {"a": 1})
 
 
 @given(

@@ -135,7 +135,10 @@ def export(host: Host, session_id: str, output: Path | None) -> None:
 @click.option("--replace", is_flag=True, help="Overwrite a session whose id already exists.")
 @click.pass_obj
 def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
-    """Import JSONL logs, validating every line first (a bad file imports nothing)."""
+    """Import JSONL logs, validating every line first (a bad file imports nothing).
+
+    Each bad file gets one error line; when several files were named, a last line counts them.
+    """
     failures = 0
     for path in files:
         try:
@@ -143,6 +146,8 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
             fold(parsed.events)
             host.store.import_log(parsed.header, parsed.events, replace=replace)
         except (InvalidLog, StoreError) as exc:
+            if len(files) == 1:
+                raise ImportFailed(display_text(str(exc))) from None
             failures += 1
             click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import FrozenInstanceError, dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from dsh_host.errors import DshError
@@ -37,22 +38,28 @@ def is_safe_int(value: Any, *, minimum: int = 0) -> bool:
     return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
 
 
+def _read_only(name: str, doc: str) -> property:
+    """A public, read-only view of the slot `_<name>` (the C `attrgetter` keeps reads cheap)."""
+
+    def refuse(self: Event, value: Any = None) -> None:
+        raise FrozenInstanceError(f"session events are frozen (cannot change {name!r})")
+
+    return property(attrgetter(f"_{name}"), refuse, refuse, doc)
+
+
 class Event:
     """One logged event, immutable.
 
     The data is kept as its compact JSON text (`data_json`, what the store writes) and parsed
     into frozen containers the first time `data` is read: most events of a log (stream
     chunks) are written far more often than anyone reads their data.
+
+    The fields are read-only properties over private slots rather than slots behind a
+    refusing `__setattr__`: building an event is then plain slot stores, four times cheaper
+    than `object.__setattr__` for each field, and appending is bound by it.
     """
 
-    __slots__ = ("_data", "data_json", "seq", "source_event_seqs", "surface_op", "time", "type")
-
-    type: str
-    seq: int
-    time: int
-    surface_op: Any
-    source_event_seqs: Any
-    data_json: str
+    __slots__ = ("_data", "_data_json", "_seq", "_source_event_seqs", "_surface_op", "_time", "_type")
 
     def __init__(
         self,
@@ -66,32 +73,31 @@ class Event:
     ) -> None:
         if data is _UNPARSED and not data_json:
             raise TypeError("Event needs data or data_json")
-        init = object.__setattr__
-        init(self, "type", type)
-        init(self, "seq", seq)
-        init(self, "time", time)
-        init(self, "_data", data)
-        init(self, "surface_op", surface_op)
-        init(self, "source_event_seqs", source_event_seqs)
-        init(self, "data_json", data_json)
+        self._type = type
+        self._seq = seq
+        self._time = time
+        self._data = data
+        self._surface_op = surface_op
+        self._source_event_seqs = source_event_seqs
+        self._data_json = data_json
+
+    type = _read_only("type", "The event type, such as `assistant/chunk`.")
+    seq = _read_only("seq", "The event's position in its log, from 0.")
+    time = _read_only("time", "When the event was appended, in milliseconds since the epoch.")
+    surface_op = _read_only("surface_op", 'None, "append", or the frozen replace mapping.')
+    source_event_seqs = _read_only("source_event_seqs", "None or the frozen list of source seqs.")
+    data_json = _read_only("data_json", "The data as compact JSON text (empty when built from data).")
 
     @property
     def data(self) -> Any:
         """The event's data as frozen JSON containers."""
         data = self._data
         if data is _UNPARSED:
-            data = frozen_loads_compact(self.data_json)
-            object.__setattr__(self, "_data", data)
+            data = self._data = frozen_loads_compact(self._data_json)
         return data
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"session events are frozen (cannot set {name!r})")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"session events are frozen (cannot delete {name!r})")
-
     def _key(self) -> tuple[Any, ...]:
-        return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs)
+        return (self._type, self._seq, self._time, self.data, self._surface_op, self._source_event_seqs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):
@@ -99,37 +105,49 @@ class Event:
         return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.type, self.seq, self.time))
+        return hash((self._type, self._seq, self._time))
 
     def __repr__(self) -> str:
         return (
-            f"Event(type={self.type!r}, seq={self.seq!r}, time={self.time!r}, data={self.data!r}, "
-            f"surface_op={self.surface_op!r}, source_event_seqs={self.source_event_seqs!r})"
+            f"Event(type={self._type!r}, seq={self._seq!r}, time={self._time!r}, data={self.data!r}, "
+            f"surface_op={self._surface_op!r}, source_event_seqs={self._source_event_seqs!r})"
         )
 
     def to_json(self) -> dict[str, Any]:
         """The log form of this event (frozen containers inside; serialise or `thaw` it)."""
-        out: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
-        if self.source_event_seqs is not None:
-            out["sourceEventSeqs"] = self.source_event_seqs
-        if self.surface_op is not None:
-            out["surfaceOp"] = self.surface_op
+        out: dict[str, Any] = {"type": self._type, "seq": self._seq, "time": self._time, "data": self.data}
+        if self._source_event_seqs is not None:
+            out["sourceEventSeqs"] = self._source_event_seqs
+        if self._surface_op is not None:
+            out["surfaceOp"] = self._surface_op
         return out
 
     def to_line(self) -> str:
         """Compact JSON, one line, as the JSONL interchange format writes it."""
-        if not self.data_json:
+        if not self._data_json:
             return _compact(self.to_json())
         # The same bytes as encoding to_json(), reusing the data's text (the bulk of the line).
-        line = f'{{"type":{_string(self.type)},"seq":{self.seq},"time":{self.time},"data":{self.data_json}'
-        if self.source_event_seqs is not None:
-            line += ',"sourceEventSeqs":' + _compact(self.source_event_seqs)
-        if self.surface_op is not None:
-            line += ',"surfaceOp":' + _compact(self.surface_op)
-        return line + "}"
+        head = f'{{"type":{_type_json(self._type)},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
+        if self._source_event_seqs is None and self._surface_op is None:
+            return head + "}"
+        if self._source_event_seqs is not None:
+            head += ',"sourceEventSeqs":' + _compact(self._source_event_seqs)
+        if self._surface_op is not None:
+            head += ',"surfaceOp":' + _compact(self._surface_op)
+        return head + "}"
 
 
-_string = json.encoder.encode_basestring  # a str as compact JSON without ASCII escaping
+_TYPE_JSON: dict[str, str] = {}
+
+
+def _type_json(kind: str) -> str:
+    """An event type as a JSON string, remembered: types are a small vocabulary, one per line."""
+    text = _TYPE_JSON.get(kind)
+    if text is None:
+        text = json.dumps(kind, ensure_ascii=False)
+        if len(_TYPE_JSON) < 1024:  # an imported log may hold any number of types
+            _TYPE_JSON[kind] = text
+    return text
 
 
 def _compact(value: Any) -> str:

@@ -73,7 +73,7 @@ def _freeze_lists(value: list) -> FrozenList:
 
 
 _decoder = json.JSONDecoder(object_pairs_hook=_frozen_object)  # built once, not per call
-_decode, _scan = _decoder.decode, _decoder.scan_once
+_decode, _raw_decode = _decoder.decode, _decoder.raw_decode
 
 
 def frozen_loads(text: str) -> Any:
@@ -84,7 +84,7 @@ def frozen_loads(text: str) -> Any:
 
 def frozen_loads_compact(text: str) -> Any:
     """`frozen_loads` of text this process encoded compactly (no surrounding whitespace)."""
-    value, end = _scan(text, 0)
+    value, end = _raw_decode(text)  # skips `decode`'s whitespace handling, which compact text lacks
     if end != len(text):  # pragma: no cover - not compact encoder output
         return frozen_loads(text)
     return _freeze_lists(value) if type(value) is list else value

@@ -1,7 +1,8 @@
 """The JSONL interchange format: a header line, then one event a line, compact JSON.
 
 `parse_log` validates every line before anything is imported: the header, each event's
-envelope, seq contiguity and the surface fold. A bad line is reported with its line number.
+envelope, seq contiguity and the surface fold. A bad line is reported with its line number, a
+line nested deeper than the host accepts (`MAX_DEPTH`) included.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from dsh_host.errors import DshError
 from dsh_host.jstext import escape_lone_surrogates
 from dsh_host.session.events import Event, InvalidEvent, SessionHeader, event_from_json, header_from_json
+from dsh_host.session.lossless import MAX_DEPTH
 from dsh_host.session.surface import Surface, SurfaceError, plan
 
 
@@ -45,7 +47,10 @@ def parse_log(lines: Iterable[str], *, name: str = "<log>") -> ParsedLog:
             raise InvalidLog(f"{name}:{number}: empty line")
         try:
             raw = json.loads(text, parse_constant=_strict_constant)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            # The C parser recurses once per level; what it cannot read, the host does not keep.
+            raise InvalidLog(f"{name}:{number}: nested too deeply (this host accepts {MAX_DEPTH} levels)") from None
+        except ValueError as exc:
             raise InvalidLog(f"{name}:{number}: not valid JSON ({exc})") from None
         try:
             if header is None:

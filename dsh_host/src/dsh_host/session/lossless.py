@@ -1,13 +1,23 @@
 """Lossless JSON: values that survive a JSON round trip unchanged.
 
-Accepted: None, bool, str, int, finite float other than -0.0, list, and dict with str keys.
-Rejected: NaN, infinities, -0.0, non-str keys, tuples, sets, bytes, other objects and cycles.
+Accepted: None, bool, str, int, finite float other than -0.0, list, and dict with str keys,
+nested at most `MAX_DEPTH` levels. Rejected: NaN, infinities, -0.0, non-str keys, tuples, sets,
+bytes, other objects, cycles and deeper nesting.
 
-The check is done by the C JSON codec rather than a Python walk: serialise with
-`allow_nan=False`, parse the text back, and require the copy to equal the input. Equality
-catches tuples (a tuple never equals a list), non-str keys (coerced to strings by the
-encoder) and other objects; the encoder itself rejects NaN, infinities and cycles. Only -0.0
-compares equal to 0.0, so it is searched for explicitly when the text could contain it.
+The check is done by C codecs rather than a Python walk: serialise, parse the text back, and
+require the copy to equal the input. Equality catches tuples (a tuple never equals a list),
+non-str keys (coerced to strings by the encoder) and other objects; the encoders themselves
+reject NaN, infinities and cycles. Only -0.0 compares equal to 0.0, so it is searched for
+explicitly when the text could contain it.
+
+Two codecs, both public APIs. orjson first: the standard library's `JSONEncoder.encode` builds
+a new C encoder on every call, and with its decoder costs several times what orjson does on an
+event's data (appending a turn is bound by this). The standard library's `json` whenever orjson
+refuses the value (a lone surrogate, an int beyond 64 bits, more than 254 levels, a non-str key,
+an unsupported type) or may spell it differently: orjson writes floats below 1e-4 in another
+notation (`0.00001`, `1e-7` where `repr` gives `1e-05`, `1e-07`), so text holding `e-` or
+`0.0000` anywhere, strings included, takes the standard path. Either way the text is exactly
+what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes.
 """
 
 from __future__ import annotations
@@ -16,63 +26,83 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 from dsh_host.errors import DshError
 
+MAX_DEPTH = 512
+"""The deepest nesting of arrays and objects a value may have.
 
-def _encoder() -> Any:
-    """Compact, non-ASCII-escaping, NaN-refusing JSON encoding, built once.
+Python's C JSON codecs recurse once per level, and on Python 3.10 and 3.11 that recursion
+counts against the interpreter's limit (1,000 frames) together with the caller's own stack.
+Every value the host keeps must stay readable wherever it is read later (a worker thread, a deep
+plugin hook), so the host accepts half that limit everywhere, and says so when it refuses more.
+"""
 
-    `JSONEncoder.encode` builds a new C encoder on every call, which costs as much as encoding
-    a small event. The C encoder is built here once, without a circular-reference table: a
-    cycle then ends in RecursionError, which `canonical_text` reports as a cycle anyway.
-    """
-    slow = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - interpreters without the C accelerator
-        return slow.encode
-    encode = make(None, slow.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
-    join = "".join
-
-    def dumps(value: Any) -> str:
-        if isinstance(value, str):
-            return json.encoder.encode_basestring(value)
-        return join(encode(value, 0))
-
-    return dumps
-
-
-_dumps = _encoder()
-# The C scanner directly: `json.loads` adds Python-level dispatch that costs as much as
-# scanning a small event.
-_scan = json.JSONDecoder().scan_once
+_standard_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+).encode  # without a circular-reference table a cycle ends in RecursionError, reported as a cycle
+_decode = json.JSONDecoder().raw_decode
 
 
 class NotLosslessJson(DshError, TypeError):
     """The value is not losslessly JSON-serialisable."""
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON text of an already-validated value (UTF-8 friendly, no ASCII escaping)."""
-    return _dumps(value)
-
-
 def canonical_text(value: Any) -> str:
     """Validate `value` and return its compact JSON text."""
     try:
-        text = _dumps(value)
+        out = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _standard_text(value)
+    text = out.decode()
+    if "e-" in text or "0.0000" in text:
+        return _standard_text(value)  # a small float may be spelled unlike `repr` (see above)
+    copy = orjson.loads(out)
+    if copy != value or ("-0" in text and _has_negative_zero(copy)):
+        return _standard_text(value)  # not lossless: the standard path says where
+    return text
+
+
+def _standard_text(value: Any) -> str:
+    try:
+        text = _standard_encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise NotLosslessJson(_first_difference(value, str(exc))) from None
     try:
-        copy, end = _scan(text, 0)
-    except RecursionError as exc:
-        raise NotLosslessJson("value is nested too deeply") from exc
+        copy, end = _decode(text)
+    except RecursionError:
+        raise NotLosslessJson(_TOO_DEEP) from None
     if end != len(text):  # pragma: no cover - the compact encoder writes no trailing text
         raise NotLosslessJson("value does not survive a JSON round trip")
     if copy != value:
         raise NotLosslessJson(_first_difference(value))
     if "-0" in text and _has_negative_zero(copy):
         raise NotLosslessJson(_first_difference(value, "-0.0 is not lossless JSON"))
+    # Each level takes two characters, so only long text can be too deep.
+    if len(text) > 2 * MAX_DEPTH and too_deep(copy):
+        raise NotLosslessJson(_TOO_DEEP)
     return text
+
+
+_TOO_DEEP = f"$: nested deeper than {MAX_DEPTH} levels"
+
+
+def too_deep(value: Any) -> bool:
+    """Whether a parsed JSON value nests arrays and objects more than `MAX_DEPTH` levels deep."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+    return False
 
 
 def _has_negative_zero(value: Any) -> bool:
@@ -113,6 +143,8 @@ def _first_difference(value: Any, fallback: str = "value does not survive a JSON
             return f"{path}: {type(item).__name__} is not a JSON value"
         if id(item) in ancestors:
             return f"{path}: cycle (the value contains itself)"
+        if len(ancestors) >= MAX_DEPTH:
+            return _TOO_DEEP
         ancestors.add(id(item))
         stack.append((_EXIT, id(item)))  # type: ignore[arg-type]
         if isinstance(item, dict):

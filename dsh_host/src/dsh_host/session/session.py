@@ -17,6 +17,8 @@ from dsh_host.session.surface import Surface, SurfaceError, plan
 log = logging.getLogger("dsh.session")
 
 _LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
+# Types an append checks beyond its data, or folds into the surface.
+_CHECKED_TYPES = SURFACE_TYPES | _LEGACY_TYPES | {"request/header"}
 
 Listener = Callable[["Session", Event], None]
 
@@ -108,6 +110,15 @@ class Session:
             data_text = canonical_text(data)
         except NotLosslessJson as exc:
             raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
+        if surface_op is None and sources is None and type not in _CHECKED_TYPES:
+            # A plain log-only event (most of a log): no rule below applies and nothing folds.
+            event = Event(type, len(self._log), self._clock(), data_json=data_text)
+            self._log.append(event)
+            self._events_cache = None
+            self.pending.append(event)
+            if self._listeners:
+                self._publish(event)
+            return event
         op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
         if type in _LEGACY_TYPES:
             raise ValueError(f"legacy event type {type!r} is not supported")

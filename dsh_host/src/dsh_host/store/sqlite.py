@@ -235,12 +235,13 @@ class SqliteSessionStore:
         if not events:
             return
         first = events[0].seq
-        for offset, event in enumerate(events):
-            if event.seq != first + offset:
-                raise StoreError(
-                    f"session {header.id!r}: batch is not contiguous (seq {event.seq} where {first + offset} "
-                    "was expected); nothing was written"
-                )
+        seqs = [event.seq for event in events]
+        if seqs != list(range(first, first + len(seqs))):
+            offset = next(i for i, seq in enumerate(seqs) if seq != first + i)
+            raise StoreError(
+                f"session {header.id!r}: batch is not contiguous (seq {seqs[offset]} where {first + offset} "
+                "was expected); nothing was written"
+            )
         conn = self._connection()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -260,7 +261,7 @@ class SqliteSessionStore:
                         f"session {header.id!r}: batch starts at seq {events[0].seq}, store expects {next_seq} "
                         "(another process wrote this session?)"
                     )
-                next_ord = self._write_events(conn, pk, events, next_ord)
+                next_ord = self._write_events(conn, pk, events, next_ord, seqs)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -278,23 +279,42 @@ class SqliteSessionStore:
         )
         return cursor.lastrowid
 
-    def _write_events(self, conn: sqlite3.Connection, pk: int, events: Sequence[Event], next_ord: int) -> int:
+    def _write_events(
+        self, conn: sqlite3.Connection, pk: int, events: Sequence[Event], next_ord: int, seqs: Sequence[int]
+    ) -> int:
+        """Insert the event rows (`seqs` are their seqs), then update the surface and session rows."""
+        base = pk << _SEQ_BITS
         rows = []
-        title: tuple[str, int, int] | None = None
-        for event in events:
-            rows.append((_key(pk, event.seq), event.type, _json_text(event.to_line())))
+        for seq, event in zip(seqs, events, strict=True):
+            line = event.to_line()
+            rows.append((base | seq, event.type, line if line.isascii() else _json_text(line)))
+        conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
+        # Few events of a batch are surface nodes or titles: pick them out in one pass.
+        marked = [event for event in events if event.surface_op is not None or event.type == "session/title"]
+        next_ord = self._write_surface(conn, pk, [event for event in marked if event.surface_op is not None], next_ord)
+        title: tuple[Any, int, int] | None = None
+        for event in marked:
             if (
                 event.type == "session/title"
                 and isinstance(event.data, dict)
                 and isinstance(event.data.get("title"), str)
             ):
                 title = (_text(event.data["title"]), event.seq, event.time)
-        conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
+        last = events[-1].seq
+        if title is None:
+            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
+        else:
+            conn.execute(
+                "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
+                (last + 1, next_ord, *title, pk),
+            )
+        return next_ord
+
+    def _write_surface(self, conn: sqlite3.Connection, pk: int, nodes: Sequence[Event], next_ord: int) -> int:
+        """Apply the surface events of a batch to the surface rows; returns the next position."""
         raw_text = False
-        for event in events:
+        for event in nodes:
             op = event.surface_op
-            if op is None:
-                continue
             surface_row = _surface_row(event)
             raw_text = raw_text or any(type(value) is bytes for value in surface_row)
             if op == "append":
@@ -314,14 +334,6 @@ class SqliteSessionStore:
         if raw_text:
             # Readers of the surface text then know to turn stored bytes back into text.
             conn.execute("UPDATE sessions SET raw_surface_text = 1 WHERE pk = ?", (pk,))
-        last = events[-1].seq
-        if title is None:
-            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (last + 1, next_ord, pk))
-        else:
-            conn.execute(
-                "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
-                (last + 1, next_ord, *title, pk),
-            )
         return next_ord
 
     def import_log(self, header: SessionHeader, events: Sequence[Event], *, replace: bool = False) -> None:
@@ -337,7 +349,7 @@ class SqliteSessionStore:
                     self._delete(conn, row[0])
                 pk = self._insert_session(conn, header)
                 if events:
-                    self._write_events(conn, pk, events, 0)
+                    self._write_events(conn, pk, events, 0, range(len(events)))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
