@@ -9,12 +9,11 @@ import click
 
 from dsh_compact.errors import CompactionError
 from dsh_compact.transaction import CompactionResult
-from dsh_host.errors import ConfigError
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host import ConfigError, display_inline_text
 
 if TYPE_CHECKING:
     from dsh_compact.service import CompactionService
-    from dsh_host.host import Host
+    from dsh_host import Host
 
 
 def describe(session_id: str, result: CompactionResult | None) -> str:

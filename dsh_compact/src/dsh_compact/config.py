@@ -16,8 +16,7 @@ from typing import Any
 
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig
 from dsh_compact.targets import ModelTarget
-from dsh_host.errors import ConfigError
-from dsh_host.settings import read_bool, read_float, read_int, read_str, reject_unknown, show
+from dsh_host import ConfigError, read_bool, read_float, read_int, read_str, reject_unknown, show
 
 TABLE = "plugins.compact"
 

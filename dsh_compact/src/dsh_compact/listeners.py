@@ -18,7 +18,7 @@ from dsh_compact.config import TargetPressureConfigError
 from dsh_compact.service import CompactionService
 from dsh_compact.targets import CompactAgent, routed_target
 from dsh_compact.transaction import CompactionResult
-from dsh_host.hookspecs import hookimpl
+from dsh_host import hookimpl
 
 log = logging.getLogger("dsh.compact")
 

@@ -18,12 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_host.models.assembler import StreamAssembler
-from dsh_host.session.events import Event
-from dsh_host.session.messages import derive_event_message
-from dsh_host.session.request_header import canonical_header, header_equals
-from dsh_host.session.session import Session
-from dsh_host.session.surface import Surface, plan
+from dsh_host import (
+    Event,
+    Session,
+    StreamAssembler,
+    Surface,
+    canonical_header,
+    derive_event_message,
+    header_equals,
+    plan,
+)
 
 CHARS_PER_TOKEN = 4
 BLOCK_OVERHEAD = 4

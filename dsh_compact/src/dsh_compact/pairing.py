@@ -8,9 +8,7 @@ The balance counts pairs rather than matching call ids, as the reference does.
 
 from __future__ import annotations
 
-from dsh_host import DshError
-from dsh_host.session.events import Event
-from dsh_host.session.session import Session
+from dsh_host import DshError, Event, Session
 
 
 class ToolPairingError(DshError, ValueError):

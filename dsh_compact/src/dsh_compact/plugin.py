@@ -22,13 +22,10 @@ from dsh_compact.prune import ToolResultPruner
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import PURPOSE, ModelSummarizer
 from dsh_compact.targets import ModelTarget
-from dsh_host.errors import ConfigError
-from dsh_host.hookspecs import hookimpl
-from dsh_host.session.session import Session
+from dsh_host import ConfigError, Session, hookimpl
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
-    from dsh_host.models.registry import ResolvedModel
+    from dsh_host import Host, ResolvedModel
 
 SERVICE = "compact"
 _AUTO_PLUGIN_NAME = "compact.auto"

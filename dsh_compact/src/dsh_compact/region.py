@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dsh_compact.errors import CompactionError
 from dsh_compact.meter import Measurement
 from dsh_compact.pairing import balanced_cuts
-from dsh_host.session.session import Session
+from dsh_host import Session
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dsh_compact.region import select_compactable_range
 from dsh_compact.summarizer import Summarizer
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
 from dsh_compact.transaction import CompactionResult, compact_region, inspect_turn_tail
-from dsh_host.session.session import Session
+from dsh_host import Session
 
 Trigger = Literal["pressure", "context-overflow"]
 

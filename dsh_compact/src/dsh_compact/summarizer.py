@@ -17,12 +17,7 @@ from typing import Any, Protocol
 from dsh_compact.config import CompactConfig
 from dsh_compact.errors import SummarizationError
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
-from dsh_host.jstext import js_trim
-from dsh_host.models.assembler import StreamAssembler
-from dsh_host.models.base import ModelRequest
-from dsh_host.models.registry import ResolvedModel
-from dsh_host.session.messages import derive_event_message
-from dsh_host.session.session import Session
+from dsh_host import ModelRequest, ResolvedModel, Session, StreamAssembler, derive_event_message, js_trim
 
 COMPACTION_INSTRUCTION = "\n".join(
     (

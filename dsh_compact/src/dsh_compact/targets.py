@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host.session.session import Session
+from dsh_host import Session
 
 
 @dataclass(frozen=True)

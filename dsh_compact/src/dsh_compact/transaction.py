@@ -26,7 +26,7 @@ from dsh_compact.meter import TokenMeter
 from dsh_compact.pairing import balanced_cuts
 from dsh_compact.summarizer import Summarizer, build_summarization_input, frame
 from dsh_compact.targets import CompactAgent
-from dsh_host.session.session import Session
+from dsh_host import Session
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,7 @@ import json
 
 import click
 
-from dsh_host.errors import DshError
-from dsh_host.store.base import SessionNotFound
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host import DshError, SessionNotFound, display_inline_text, display_text, inert_json
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
 from dsh_session_reference.mentions import format_mention, parse_text
 from dsh_session_reference.uri import encode_uri

@@ -6,8 +6,7 @@ transcript (the `Referenced sessions · ...` card) and the `@` session completio
 
 from __future__ import annotations
 
-from dsh_host import hookimpl
-from dsh_host.settings import read_int, reject_unknown
+from dsh_host import hookimpl, read_int, reject_unknown
 from dsh_session_reference.compose import compose
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.service import (

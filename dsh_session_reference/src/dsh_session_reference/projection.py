@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
-from dsh_host import has_surrogate, join_surrogate_pairs
-from dsh_host.session.events import SurfaceText, surface_text
+from dsh_host import SurfaceText, has_surrogate, join_surrogate_pairs, surface_text
 
 Role = Literal["user", "assistant"]
 
