@@ -9,6 +9,7 @@ model registry and the service registry to them.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import threading
 from collections.abc import Mapping
@@ -16,7 +17,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_host import builtins
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from dsh_host.agent import Agent
 
 HOST_PLUGIN = "dsh-host"
+BUILTIN_PLUGINS = ("dsh_host.builtins",)
+"""The host's own hook implementations, imported by name (as pytest imports its default plugins),
+so the host core does not import the commands and terminal UI they register."""
 
 
 class Host:
@@ -43,7 +46,8 @@ class Host:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.pm = loading.new_plugin_manager()
-        self.pm.register(builtins, name=HOST_PLUGIN)
+        for module in BUILTIN_PLUGINS:
+            self.pm.register(importlib.import_module(module), name=HOST_PLUGIN)
         self.services = Services()
         self.installed = loading.discover()
         self.mounted: list[loading.MountedPlugin] = []

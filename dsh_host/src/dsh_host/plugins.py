@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
@@ -21,7 +21,18 @@ from dsh_host.config import DEFAULT_PLUGINS
 from dsh_host.errors import DshError, PluginError
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
+    from dsh_host.config import Config
+    from dsh_host.services import Services
+
+
+class PluginHost(Protocol):
+    """What mounting uses of a host (a `dsh_host.Host` is one)."""
+
+    pm: pluggy.PluginManager
+    services: Services
+    config: Config
+    installed: Mapping[str, InstalledPlugin]
+
 
 GROUP = "dsh"
 
@@ -107,7 +118,7 @@ def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -
     return modules
 
 
-def mount_all(host: Host, names: list[str], modules: Mapping[str, Any]) -> list[MountedPlugin]:
+def mount_all(host: PluginHost, names: list[str], modules: Mapping[str, Any]) -> list[MountedPlugin]:
     """Register and mount each plugin in order; on a failure, unmount the ones before it."""
     mounted: list[tuple[str, Any]] = []
     records: list[MountedPlugin] = []
@@ -143,7 +154,7 @@ def mount_all(host: Host, names: list[str], modules: Mapping[str, Any]) -> list[
     return records
 
 
-def unmount_all(host: Host, mounted: list[tuple[str, Any]]) -> None:
+def unmount_all(host: PluginHost, mounted: list[tuple[str, Any]]) -> None:
     """Unmount in reverse order; a plugin whose unmount raises is logged as a warning (`dsh.plugins`)."""
     pm = host.pm
     for name, module in reversed(mounted):

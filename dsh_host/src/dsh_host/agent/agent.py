@@ -32,7 +32,7 @@ from dsh_host.session.session import Session
 from dsh_host.tools.base import Tool
 
 if TYPE_CHECKING:
-    from dsh_host.host import Host
+    from dsh_host.agent.ports import AgentHost
     from dsh_host.models.registry import ResolvedModel
 
 log = logging.getLogger("dsh.agent")
@@ -57,7 +57,7 @@ class Agent:
 
     def __init__(
         self,
-        host: Host,
+        host: AgentHost,
         session: Session,
         *,
         provider: str,
@@ -92,11 +92,11 @@ class Agent:
         self._background: set[asyncio.Future[Any]] = set()
         self._detached = False
         self._stop_publishing = session.subscribe(self._publish_event)
-        self._notify("dsh_agent_created", agent=self)
-        self._notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
+        self.notify("dsh_agent_created", agent=self)
+        self.notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
 
     @classmethod
-    def create(cls, host: Host, session: Session, model: ResolvedModel, **options: Any) -> Agent:
+    def create(cls, host: AgentHost, session: Session, model: ResolvedModel, **options: Any) -> Agent:
         """An agent for a model resolved by `host.models.resolve(...)`; options as the constructor's."""
         return cls(host, session, provider=model.provider, model=model.model, adapter=model.adapter, **options)
 
@@ -246,7 +246,7 @@ class Agent:
                 return  # nothing to cancel: no notification, nothing carried over
             self._pre_run_cancelled = True
         cause = resolve_cause(cause)
-        self._notify("dsh_agent_cancel_requested", agent=self, cause=cause)
+        self.notify("dsh_agent_cancel_requested", agent=self, cause=cause)
         self._inbox.clear()  # after the notification: what its listeners queued goes too
         if self._owner is not None:
             self._owner.abort(cause)
@@ -268,7 +268,7 @@ class Agent:
         if not self._detached:
             self._detached = True
             self._stop_publishing()
-            self._notify("dsh_agent_disposed", agent=self)
+            self.notify("dsh_agent_disposed", agent=self)
             await self._quiesce()
 
     async def _quiesce(self) -> None:
@@ -335,7 +335,7 @@ class Agent:
             await turn.close(reason)
         except Exception as exc:  # noqa: BLE001 - the driver outlives any one turn
             log.warning("agent %s: turn %d could not run: %s", self.id, turn.number, render_error(exc))
-            self._notify("dsh_agent_error", agent=self, turn=turn.number, step=turn.step, error=exc)
+            self.notify("dsh_agent_error", agent=self, turn=turn.number, step=turn.step, error=exc)
         finally:
             self._owner = None
             self._turn = None
@@ -371,7 +371,7 @@ class Agent:
                 listener(status)
             except Exception:
                 log.warning("agent %s: status listener failed on %s", self.id, status, exc_info=True)
-        self._notify("dsh_agent_status", agent=self, status=status)
+        self.notify("dsh_agent_status", agent=self, status=status)
 
     def _settle_idle_waiters(self) -> None:
         waiters, self._idle_waiters = self._idle_waiters, []
@@ -381,15 +381,19 @@ class Agent:
 
     def _emit_queued(self, record: InboxRecord, *, steering: bool) -> None:
         info = FrozenDict(source=record.source, contexts=record.contexts, steering=steering)
-        self._notify("dsh_agent_queued", agent=self, content=record.content, info=info)
+        self.notify("dsh_agent_queued", agent=self, content=record.content, info=info)
 
     def _publish_event(self, session: Session, event: Event) -> None:
         caller = self.host.hook.dsh_session_event
         if caller.get_hookimpls():  # the common case, nobody listening, costs one check
             emit(caller, {"session": session, "event": event}, self._track_awaitable)
 
-    def _notify(self, hook: str, **arguments: Any) -> None:
-        """Call notification hook `hook` (the loop reports errors through this too)."""
+    def notify(self, hook: str, **arguments: Any) -> None:
+        """Call the observation hook named `hook` with `arguments` on every implementation.
+
+        Each implementation's failure is logged and contained; an awaitable it returns is
+        awaited in the background (and waited for on disposal). The loop reports through this.
+        """
         emit(getattr(self.host.hook, hook), arguments, self._track_awaitable)
 
     def _track_awaitable(self, awaitable: Awaitable[Any], what: str) -> None:
@@ -414,7 +418,7 @@ class Agent:
                 await self.host.sessions.flush(self.session)
             except Exception as exc:  # noqa: BLE001 - reported, never raised to the injecting caller
                 log.warning("agent %s: flush after idle injection %d failed: %s", self.id, turn, render_error(exc))
-                self._notify("dsh_agent_error", agent=self, turn=turn, step=0, error=exc)
+                self.notify("dsh_agent_error", agent=self, turn=turn, step=0, error=exc)
 
         self._track(loop.create_task(flush()), f"flush after idle injection {turn}")
 
@@ -433,7 +437,7 @@ class Agent:
             raise RuntimeError(f'agent "{self.id}" is disposed')
 
 
-def _collect_tools(host: Host) -> dict[str, Tool]:
+def _collect_tools(host: AgentHost) -> dict[str, Tool]:
     tools: dict[str, Tool] = {}
 
     def register(tool: Tool) -> None:

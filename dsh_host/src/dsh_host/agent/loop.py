@@ -34,7 +34,7 @@ from dsh_host.session.session import Session
 from dsh_host.tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from dsh_host.agent.agent import Agent
+    from dsh_host.agent.ports import TurnOwner
 
 log = logging.getLogger("dsh.agent")
 
@@ -156,7 +156,7 @@ class Turn:
     """
 
     def __init__(
-        self, agent: Agent, number: int, signal: CancelSignal, inbox: Inbox, headers: RequestHeaderLog
+        self, agent: TurnOwner, number: int, signal: CancelSignal, inbox: Inbox, headers: RequestHeaderLog
     ) -> None:
         self.agent = agent
         self.session = agent.session
@@ -353,7 +353,7 @@ class Turn:
         return {"agent": self.agent, "turn": self.number, "signal": self.signal, **extra}
 
     def _report(self, error: BaseException) -> None:
-        self.agent._notify("dsh_agent_error", agent=self.agent, turn=self.number, step=self.step, error=error)
+        self.agent.notify("dsh_agent_error", agent=self.agent, turn=self.number, step=self.step, error=error)
 
     async def _request(self, messages: list[dict[str, Any]]) -> StepOutcome:
         config = await self._config()
