@@ -7,7 +7,7 @@ import json
 
 import click
 
-from dsh_host import DshError, SessionNotFound, display_inline_text, display_text, inert_json
+from dsh_host import ComposeError, DshError, SessionNotFound, display_inline_text, display_text, inert_json
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
 from dsh_session_reference.mentions import format_mention, parse_text
 from dsh_session_reference.uri import encode_uri
@@ -108,18 +108,24 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
 @click.option("--json", "as_json", is_flag=True, help="Print the prepared content and contexts as JSON.")
 @click.pass_obj
 def preview(host, target_id: str, text: str, as_json: bool) -> None:
-    """Print exactly what `prepare` returns for TEXT (content and contexts); sends nothing."""
-    service = _service(host)
+    """Print exactly what the target's agent would send for TEXT (content and contexts); sends nothing."""
+    _service(host)
 
     async def go():
-        target = await _target(host, target_id)
-        parsed = parse_text(text)
-        return await service.prepare(target, [{"type": "text", "text": parsed.text}], parsed.references)
+        try:
+            agent = await host.open_agent(target_id)
+        except SessionNotFound as exc:
+            raise DshError(f"target {exc}") from None
+        try:
+            return await agent.compose(text)
+        finally:
+            await agent.close()
 
     try:
         prepared = asyncio.run(go())
-    except SessionReferenceError as exc:
-        raise _fail(exc) from None
+    except ComposeError as exc:
+        # The feature's own error, without the terminal UI's prefix (its cause carries the chain).
+        raise _fail(exc.__cause__) if isinstance(exc.__cause__, SessionReferenceError) else exc from None
     if as_json:
         click.echo(inert_json(json.dumps(prepared.to_json(), ensure_ascii=False)))
         return
