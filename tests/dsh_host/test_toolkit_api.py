@@ -362,3 +362,29 @@ def test_the_public_api_is_documented():
         value = getattr(dsh_host, name)
         if callable(value) and typing.get_origin(value) is None:  # type aliases carry no docstring
             assert (value.__doc__ or "").strip(), f"dsh_host.{name} needs a docstring"
+
+
+# -- a plugin's own log rules ----------------------------------------------------------------------
+
+
+class NoShouting:
+    """A throwaway plugin owning one rule: no user message in capitals."""
+
+    @hookimpl
+    def dsh_log_invariants(self):
+        def no_capitals(header, events):
+            for event in events:
+                if event.type == "user/message" and event.data["content"][0]["text"].isupper():
+                    yield dsh_host.Violation(event.seq, "no-shouting", "a user message is all capitals")
+
+        return [no_capitals]
+
+
+async def test_a_plugin_adds_log_rules_through_dsh_log_invariants(tmp_path):
+    async with Host.start(config(tmp_path), plugins={"calm": NoShouting()}) as host:
+        agent = await host.open_agent(cwd=tmp_path)
+        await agent.submit("HELLO")
+        await agent.close()
+        rules = [rule for contributed in host.hook.dsh_log_invariants() for rule in contributed]
+        found = dsh_host.check_log(agent.session.header, agent.session.events, rules)
+    assert [(v.rule, v.message) for v in found] == [("no-shouting", "a user message is all capitals")]
