@@ -27,7 +27,8 @@ PROMPT_DELIMITER = "\n\n## My request:\n"
 """The text block that separates baked prompt-prefix contexts from the direct prompt."""
 
 
-_UNPARSED: Any = object()
+UNPARSED: Any = object()
+"""The `data` of an event built from its JSON text (`data_json`): parsed on first read."""
 
 
 class InvalidEvent(DshError, ValueError):
@@ -66,12 +67,12 @@ class Event:
         type: str,
         seq: int,
         time: int,
-        data: Any = _UNPARSED,
+        data: Any = UNPARSED,
         surface_op: Any = None,
         source_event_seqs: Any = None,
         data_json: str = "",
     ) -> None:
-        if data is _UNPARSED and not data_json:
+        if data is UNPARSED and not data_json:
             raise TypeError("Event needs data or data_json")
         self._type = type
         self._seq = seq
@@ -92,7 +93,7 @@ class Event:
     def data(self) -> Any:
         """The event's data as frozen JSON containers."""
         data = self._data
-        if data is _UNPARSED:
+        if data is UNPARSED:
             data = self._data = frozen_loads_compact(self._data_json)
         return data
 
@@ -127,9 +128,10 @@ class Event:
         if not self._data_json:
             return _compact(self.to_json())
         # The same bytes as encoding to_json(), reusing the data's text (the bulk of the line).
-        head = f'{{"type":{_type_json(self._type)},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
+        kind = _TYPE_JSON.get(self._type) or _type_json(self._type)
         if self._source_event_seqs is None and self._surface_op is None:
-            return head + "}"
+            return f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}}}'
+        head = f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
         if self._source_event_seqs is not None:
             head += ',"sourceEventSeqs":' + _compact(self._source_event_seqs)
         if self._surface_op is not None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, event_from_json
+from dsh_host.session.events import SURFACE_TYPES, UNPARSED, Event, SessionHeader, event_from_json
 from dsh_host.session.frozen import FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.messages import derive_event_message
@@ -112,7 +112,7 @@ class Session:
             raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
         if surface_op is None and sources is None and type not in _CHECKED_TYPES:
             # A plain log-only event (most of a log): no rule below applies and nothing folds.
-            event = Event(type, len(self._log), self._clock(), data_json=data_text)
+            event = Event(type, len(self._log), self._clock(), UNPARSED, None, None, data_text)
             self._log.append(event)
             self._events_cache = None
             self.pending.append(event)

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
+from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store.base import SessionNotFound, SessionRow, StoredTitle, StoreError
 
@@ -76,6 +76,8 @@ CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
 """
 
 
+# Only these types can touch the surface rows (the fold refuses a surface marker on any other) or the title.
+_MARKED_TYPES = SURFACE_TYPES | {"session/title"}
 _INSERT_SURFACE = (
     "INSERT INTO surface (session_pk, ord, seq, type, source_kind, source_plugin, text) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
@@ -285,12 +287,13 @@ class SqliteSessionStore:
         """Insert the event rows (`seqs` are their seqs), then update the surface and session rows."""
         base = pk << _SEQ_BITS
         rows = []
+        marked = []  # the few surface nodes and titles of the batch, picked out on the way
         for seq, event in zip(seqs, events, strict=True):
-            line = event.to_line()
-            rows.append((base | seq, event.type, line if line.isascii() else _json_text(line)))
+            kind, line = event.type, event.to_line()
+            rows.append((base | seq, kind, line if line.isascii() else _json_text(line)))
+            if kind in _MARKED_TYPES:
+                marked.append(event)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
-        # Few events of a batch are surface nodes or titles: pick them out in one pass.
-        marked = [event for event in events if event.surface_op is not None or event.type == "session/title"]
         next_ord = self._write_surface(conn, pk, [event for event in marked if event.surface_op is not None], next_ord)
         title: tuple[Any, int, int] | None = None
         for event in marked:
