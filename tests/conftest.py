@@ -1,19 +1,19 @@
-"""Shared fixtures: the reference logs, a hermetic host, and builders for session events."""
+"""Shared fixtures: the reference logs and the log check.
+
+Hosts, the command line and log builders come from dsh-host's pytest plugin (`dsh_host.testing`:
+`make_host`, `dsh_host`, `dsh_cli`, `log_builder`), as they would in a plugin author's project.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
-from dsh_host.session.events import Event, SessionHeader, event_from_json
+from dsh_host import Host
 from tests.log_check import violations_under
 
 # The reference implementation's own session logs are another project's test output, so they stay
@@ -94,158 +94,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("reference_log", REFERENCE_LOG_PATHS or [None], ids=ids, indirect=True)
 
 
-def hermetic_env(home: Path) -> dict[str, str]:
-    """Environment for a host that keeps its data under `home` and mounts no plugin."""
-    return {"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}
-
-
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    """A host with no plugins whose store lives in `tmp_path`; closed at teardown."""
-    started = Host.start(load_config(env=hermetic_env(tmp_path), cwd=tmp_path))
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-class LogBuilder:
-    """Events in log form (camelCase JSON), and as `Event` objects, for hand-written logs."""
-
-    USER: ClassVar[dict[str, str]] = {"kind": "user"}
-    PROVENANCE: ClassVar[dict[str, str]] = {"provider": "scripted", "model": "scripted-1"}
-
-    @staticmethod
-    def text(text: str) -> dict[str, Any]:
-        return {"type": "text", "text": text}
-
-    @staticmethod
-    def raw(
-        type: str,
-        seq: int,
-        data: Any = None,
-        *,
-        op: Any = None,
-        sources: Any = None,
-        time: int = 0,
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": type, "seq": seq, "time": time, "data": {} if data is None else data}
-        if sources is not None:
-            out["sourceEventSeqs"] = sources
-        if op is not None:
-            out["surfaceOp"] = op
-        return out
-
-    @staticmethod
-    def replace(start: int, end: int) -> dict[str, Any]:
-        return {"op": "replace", "start": start, "end": end}
-
-    @classmethod
-    def user_data(cls, text: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"content": [cls.text(text)], "source": source or cls.USER}
-
-    @classmethod
-    def assistant_data(cls, text: str | None, turn: int = 1, step: int = 1, **extra: Any) -> dict[str, Any]:
-        content = [] if text is None else [cls.text(text)]
-        return {"turn": turn, "step": step, "content": content, "provenance": cls.PROVENANCE, **extra}
-
-    @classmethod
-    def tool_result_data(cls, call_id: str, text: str, turn: int = 1, step: int = 1, **extra: Any) -> dict:
-        return {
-            "turn": turn,
-            "step": step,
-            "callId": call_id,
-            "content": [cls.text(text)],
-            "isError": False,
-            **extra,
-        }
-
-    @classmethod
-    def user(cls, seq: int, text: str = "hi", *, op: Any = "append", sources: Any = None) -> dict[str, Any]:
-        return cls.raw("user/message", seq, cls.user_data(text), op=op, sources=sources)
-
-    @classmethod
-    def assistant(
-        cls, seq: int, text: str | None = "ok", *, op: Any = "append", sources: Any = None, turn: int = 1
-    ) -> dict[str, Any]:
-        return cls.raw("assistant/message", seq, cls.assistant_data(text, turn), op=op, sources=sources)
-
-    @classmethod
-    def chunk(cls, seq: int, text: str = "x", *, turn: int = 1, step: int = 1) -> dict[str, Any]:
-        chunk = {"type": "text-delta", "index": 0, "text": text}
-        return cls.raw("assistant/chunk", seq, {"turn": turn, "step": step, "chunk": chunk})
-
-    @classmethod
-    def draw_log(cls, draw: Any, *, max_ops: int = 40) -> tuple[list[dict[str, Any]], list[int], int]:
-        """A random valid log for hypothesis (`draw` is `data.draw`).
-
-        Mixes log-only events, appends of every surface type, replaces of random contiguous
-        runs (with shuffled provenance that may name extra earlier events) and tool-result
-        rewrites. Returns the log, the surface a naive model expects, and the replace count.
-        """
-        raws: list[dict[str, Any]] = []
-        nodes: list[int] = []
-        generation = 0
-        for _ in range(draw(st.integers(min_value=0, max_value=max_ops))):
-            seq = len(raws)
-            action = draw(st.sampled_from(["log-only", "append", "append", "replace"]))
-            if action == "replace" and nodes:
-                lo = draw(st.integers(min_value=0, max_value=len(nodes) - 1))
-                hi = draw(st.integers(min_value=lo, max_value=len(nodes) - 1))
-                shadowed = nodes[lo : hi + 1]
-                extra = draw(st.lists(st.integers(min_value=0, max_value=seq - 1), max_size=3))
-                sources = list(dict.fromkeys([*shadowed, *extra]))
-                sources = draw(st.permutations(sources))
-                target = raws[shadowed[0]]
-                if lo == hi and target["type"] == "tool/result" and draw(st.booleans()):
-                    data = {**target["data"], "content": [cls.text(f"pruned {seq}")]}
-                    raw = cls.raw("tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
-                else:
-                    kind = draw(st.sampled_from(["user/message", "assistant/message"]))
-                    data = cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
-                    raw = cls.raw(kind, seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
-                nodes[lo : hi + 1] = [seq]
-                generation += 1
-            elif action == "append" or action == "replace":
-                kind = draw(
-                    st.sampled_from(
-                        [
-                            "user/message",
-                            "assistant/message",
-                            "tool/result",
-                            "context/message",
-                            "steering/message",
-                        ]
-                    )
-                )
-                if kind == "assistant/message":
-                    raw = cls.assistant(seq, draw(st.sampled_from(["reply", None])))
-                elif kind == "tool/result":
-                    raw = cls.raw(kind, seq, cls.tool_result_data(f"call-{seq}", "out"), op="append")
-                elif kind == "steering/message":
-                    raw = cls.raw(kind, seq, {**cls.user_data("steer"), "turn": 1}, op="append")
-                else:
-                    raw = cls.raw(kind, seq, cls.user_data(f"message {seq}"), op="append")
-                nodes.append(seq)
-            else:
-                raw = cls.chunk(seq, f"c{seq}")
-            raws.append(raw)
-        return raws, nodes, generation
-
-    @staticmethod
-    def events(raws: list[dict[str, Any]]) -> list[Event]:
-        """Parse log-form dicts into events (envelope checks only; no surface fold)."""
-        return [event_from_json(raw) for raw in raws]
-
-    @staticmethod
-    def header(session_id: str = "s", *, created_at: int = 0, cwd: str | None = "/work") -> SessionHeader:
-        return SessionHeader(id=session_id, created_at=created_at, cwd=cwd)
-
-
-@pytest.fixture(scope="session")
-def log_builder() -> type[LogBuilder]:
-    """Builders for hand-written logs (see `LogBuilder`)."""
-    return LogBuilder
+def host(dsh_host: Host) -> Host:
+    """The plain host of `dsh_host.testing` (no plugins, data in `tmp_path`), by this suite's name."""
+    return dsh_host
 
 
 # PostgreSQL fixtures (tests/postgres.py) and the per-store parametrization (tests/store_backends.py).

@@ -24,9 +24,9 @@ from dsh_host import escape_lone_surrogates, join_surrogate_pairs
 from dsh_host.cli.main import build_cli, main
 from dsh_host.config import load_config
 from dsh_host.host import Host
+from dsh_host.testing import LogBuilder as L
 from dsh_host.tui.terminal_text import display_inline_text
 from dsh_session_reference import format_mention, parse_text
-from tests.conftest import LogBuilder as L
 
 # Characters that broke, or could break, an output path, made likely; then anything at all.
 TRICKY = '\x00\x07\x1b\n\r\t\x7f\x85\x9b\ud800\udbff\udc00\udfff\ud83d\ude00\u2028\ufeff"\\]@<😀'

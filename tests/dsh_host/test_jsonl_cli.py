@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
 from dsh_host.session.jsonl import InvalidLog, parse_log, read_log_file
 from dsh_host.session.lossless import MAX_DEPTH
 
@@ -52,17 +50,17 @@ def write_log(path: Path, header: dict, events: list, *, raw_lines: dict[int, st
     return path
 
 
-def stored_ids(home: Path) -> list[str]:
-    with Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=home.parent)) as host:
+def stored_ids(make_host, home: Path) -> list[str]:
+    with make_host(data_dir=home) as host:
         return [r.id for r in host.store.list_sessions()]
 
 
-def test_import_then_export_round_trips(dsh, tmp_path, log_builder):
+def test_import_then_export_round_trips(dsh_cli, tmp_path, log_builder):
     source = write_log(tmp_path / "in.jsonl", HEADER, good_events(log_builder))
-    code, out, err = dsh("sessions", "import", str(source))
+    code, out, err = dsh_cli("sessions", "import", str(source))
     assert (code, err) == (0, "")
     assert out == "imported imported (5 events)\n"
-    code, out, err = dsh("sessions", "export", "imported")
+    code, out, err = dsh_cli("sessions", "export", "imported")
     assert (code, err) == (0, "")
     assert out == source.read_text("utf-8")
 
@@ -104,14 +102,14 @@ def test_import_then_export_round_trips(dsh, tmp_path, log_builder):
     ],
 )
 def test_a_bad_line_names_the_file_and_line_and_imports_nothing_of_that_file(
-    dsh, tmp_path, log_builder, number, text, message
+    dsh_cli, make_host, tmp_path, log_builder, number, text, message
 ):
     L = log_builder
     bad = write_log(tmp_path / "bad.jsonl", HEADER, good_events(L), raw_lines={number: text})
     other_header = {**HEADER, "id": "fine"}
     good = write_log(tmp_path / "good.jsonl", other_header, good_events(L))
 
-    code, out, err = dsh("sessions", "import", str(bad), str(good))
+    code, out, err = dsh_cli("sessions", "import", str(bad), str(good))
 
     assert code == 1
     first, last = err.splitlines()
@@ -119,67 +117,67 @@ def test_a_bad_line_names_the_file_and_line_and_imports_nothing_of_that_file(
     assert message in first
     assert last == "dsh: error: 1 of 2 file(s) not imported"
     assert out == "imported fine (5 events)\n"
-    assert stored_ids(dsh.home) == ["fine"]
+    assert stored_ids(make_host, dsh_cli.home) == ["fine"]
 
 
-def test_a_torn_final_line_is_refused(dsh, tmp_path, log_builder):
+def test_a_torn_final_line_is_refused(dsh_cli, make_host, tmp_path, log_builder):
     path = write_log(tmp_path / "torn.jsonl", HEADER, good_events(log_builder))
     path.write_text(path.read_text("utf-8") + '{"type":"turn/start"', "utf-8")
-    code, _, err = dsh("sessions", "import", str(path))
+    code, _, err = dsh_cli("sessions", "import", str(path))
     assert code == 1
     assert err.splitlines()[0] == f"dsh: error: {path}:7: torn final line (no newline)"
-    assert stored_ids(dsh.home) == []
+    assert stored_ids(make_host, dsh_cli.home) == []
 
 
-def test_an_empty_file_and_bad_bytes_are_refused(dsh, tmp_path):
+def test_an_empty_file_and_bad_bytes_are_refused(dsh_cli, make_host, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(line(HEADER).encode() + b"\n\xff\xfe\n")
     missing = tmp_path / "missing.jsonl"
-    code, _, err = dsh("sessions", "import", str(empty), str(binary), str(missing))
+    code, _, err = dsh_cli("sessions", "import", str(empty), str(binary), str(missing))
     assert code == 1
     lines = err.splitlines()
     assert lines[0] == f"dsh: error: {empty}: empty or header-less session log"
     assert lines[1].startswith(f"dsh: error: {binary}: not valid UTF-8 at byte ")
     assert lines[2].startswith(f"dsh: error: {missing}: ")
     assert lines[3] == "dsh: error: 3 of 3 file(s) not imported"
-    assert stored_ids(dsh.home) == []
+    assert stored_ids(make_host, dsh_cli.home) == []
 
 
-def test_importing_an_existing_id_needs_replace(dsh, tmp_path, log_builder):
+def test_importing_an_existing_id_needs_replace(dsh_cli, tmp_path, log_builder):
     L = log_builder
     first = write_log(tmp_path / "one.jsonl", HEADER, good_events(L))
     second = write_log(tmp_path / "two.jsonl", {**HEADER, "createdAt": 2000}, [L.user(0, "replacement")])
-    assert dsh("sessions", "import", str(first))[0] == 0
+    assert dsh_cli("sessions", "import", str(first))[0] == 0
 
-    code, out, err = dsh("sessions", "import", str(second))
+    code, out, err = dsh_cli("sessions", "import", str(second))
     assert code == 1 and out == ""
     assert "session 'imported' already exists (use --replace to overwrite it)" in err.splitlines()[0]
-    assert dsh("sessions", "export", "imported")[1] == first.read_text("utf-8")
+    assert dsh_cli("sessions", "export", "imported")[1] == first.read_text("utf-8")
 
-    code, out, err = dsh("sessions", "import", "--replace", str(second))
+    code, out, err = dsh_cli("sessions", "import", "--replace", str(second))
     assert (code, err) == (0, "")
-    assert dsh("sessions", "export", "imported")[1] == second.read_text("utf-8")
+    assert dsh_cli("sessions", "export", "imported")[1] == second.read_text("utf-8")
 
 
-def test_export_of_an_unknown_id(dsh):
-    code, out, err = dsh("sessions", "export", "x")
+def test_export_of_an_unknown_id(dsh_cli):
+    code, out, err = dsh_cli("sessions", "export", "x")
     assert (code, out, err) == (1, "", 'dsh: error: session "x" not found\n')
 
 
-def test_export_to_a_file_and_headers_without_delegation_depth(dsh, tmp_path, log_builder):
+def test_export_to_a_file_and_headers_without_delegation_depth(dsh_cli, tmp_path, log_builder):
     header = {k: v for k, v in HEADER.items() if k != "delegationDepth"}
     source = write_log(tmp_path / "in.jsonl", header, good_events(log_builder))
-    assert dsh("sessions", "import", str(source))[0] == 0
+    assert dsh_cli("sessions", "import", str(source))[0] == 0
     target = tmp_path / "out.jsonl"
-    assert dsh("sessions", "export", "imported", "--output", str(target)) == (0, "", "")
+    assert dsh_cli("sessions", "export", "imported", "--output", str(target)) == (0, "", "")
     exported = target.read_text("utf-8").splitlines(keepends=True)
     assert json.loads(exported[0]) == {**header, "delegationDepth": 0}
     assert exported[1:] == source.read_text("utf-8").splitlines(keepends=True)[1:]
 
 
-def test_import_keeps_unknown_types_and_ids_that_are_not_path_safe(dsh, tmp_path, log_builder):
+def test_import_keeps_unknown_types_and_ids_that_are_not_path_safe(dsh_cli, tmp_path, log_builder):
     L = log_builder
     odd = '../../"quoted"\nnew line\x1b[31m'
     events = [
@@ -188,18 +186,18 @@ def test_import_keeps_unknown_types_and_ids_that_are_not_path_safe(dsh, tmp_path
         L.raw("hook/result", 2, {}),
     ]
     source = write_log(tmp_path / "odd.jsonl", {**HEADER, "id": odd}, events)
-    code, out, _ = dsh("sessions", "import", str(source))
+    code, out, _ = dsh_cli("sessions", "import", str(source))
     assert code == 0
     assert "\x1b" not in out and "\n" not in out.rstrip("\n")  # control characters escaped for the terminal
-    assert dsh("sessions", "export", odd)[1] == source.read_text("utf-8")
-    assert {p.name for p in dsh.home.iterdir()} <= {
+    assert dsh_cli("sessions", "export", odd)[1] == source.read_text("utf-8")
+    assert {p.name for p in dsh_cli.home.iterdir()} <= {
         "sessions.sqlite3",
         "sessions.sqlite3-wal",
         "sessions.sqlite3-shm",
     }
 
 
-def test_list_and_show(dsh, tmp_path, log_builder):
+def test_list_and_show(dsh_cli, tmp_path, log_builder):
     L = log_builder
     events = [
         *good_events(L),
@@ -211,9 +209,9 @@ def test_list_and_show(dsh, tmp_path, log_builder):
         L.user(6, "summary", op=L.replace(1, 3), sources=[1, 3]),
     ]
     source = write_log(tmp_path / "in.jsonl", HEADER, events)
-    assert dsh("sessions", "import", str(source))[0] == 0
+    assert dsh_cli("sessions", "import", str(source))[0] == 0
 
-    code, out, err = dsh("sessions", "list", "--json")
+    code, out, err = dsh_cli("sessions", "list", "--json")
     assert (code, err) == (0, "")
     assert [json.loads(x) for x in out.splitlines()] == [
         {
@@ -225,26 +223,26 @@ def test_list_and_show(dsh, tmp_path, log_builder):
             "persisted": True,
         }
     ]
-    code, out, _ = dsh("sessions", "list")
+    code, out, _ = dsh_cli("sessions", "list")
     assert code == 0 and "imported" in out and "\x1b" not in out and "\x07" not in out
 
-    code, out, _ = dsh("sessions", "show", "imported", "--surface", "--json")
+    code, out, _ = dsh_cli("sessions", "show", "imported", "--surface", "--json")
     assert code == 0
     assert [json.loads(x)["seq"] for x in out.splitlines()] == [6]
-    code, out, _ = dsh("sessions", "show", "imported", "--json")
+    code, out, _ = dsh_cli("sessions", "show", "imported", "--json")
     assert [json.loads(x) for x in out.splitlines()] == events
-    code, out, _ = dsh("sessions", "show", "imported")
+    code, out, _ = dsh_cli("sessions", "show", "imported")
     assert code == 0 and "imported" in out and "\x1b" not in out
 
-    code, out, err = dsh("sessions", "show", "nope")
+    code, out, err = dsh_cli("sessions", "show", "nope")
     assert (code, out, err) == (1, "", 'dsh: error: session "nope" not found\n')
 
 
-def test_a_store_that_is_not_ours_is_a_clear_error_and_left_alone(dsh, tmp_path):
-    dsh.home.mkdir()
-    db = dsh.home / "sessions.sqlite3"
+def test_a_store_that_is_not_ours_is_a_clear_error_and_left_alone(dsh_cli, tmp_path):
+    dsh_cli.home.mkdir()
+    db = dsh_cli.home / "sessions.sqlite3"
     db.write_bytes(b"definitely not sqlite" * 100)
-    code, out, err = dsh("sessions", "list")
+    code, out, err = dsh_cli("sessions", "list")
     assert code == 1 and out == ""
     assert err == f"dsh: error: {db} is not a dsh session store (not an SQLite database); it was left untouched\n"
     assert db.read_bytes() == b"definitely not sqlite" * 100

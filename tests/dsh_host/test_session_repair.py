@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
 from dsh_host.session.events import SessionHeader, event_from_json
 from dsh_host.session.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, interrupted_turn_closers
 from dsh_host.session.session import Session
@@ -183,7 +181,7 @@ def _store_log(host, session_id, raws):
     host.store.append(SessionHeader(id=session_id, created_at=1, cwd="/w"), [event_from_json(r) for r in raws])
 
 
-async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(host, log_builder, tmp_path):
+async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_events(host, log_builder, make_host):
     L = log_builder
     raws = [
         turn_start(L, 0),
@@ -206,7 +204,7 @@ async def test_resume_closes_an_open_turn_durably_and_never_rewrites_committed_e
 
     # A later host resumes the now balanced log without adding anything.
     await host.sessions.close()
-    with Host.start(load_config(env={"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as again:
+    with make_host() as again:
         resumed = await again.sessions.resume("crashed")
         assert resumed.seq == 8
         assert again.store.read_lines("crashed")[1] == lines

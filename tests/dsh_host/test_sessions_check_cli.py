@@ -54,7 +54,7 @@ def compact_events() -> list[dict]:
 
 
 @pytest.fixture
-def store(dsh, tmp_path):
+def store(dsh_cli, tmp_path):
     """`store(session_id, events)` imports a log through `dsh sessions import`."""
     paths = iter(range(1_000))
 
@@ -62,35 +62,35 @@ def store(dsh, tmp_path):
         path = tmp_path / f"log-{next(paths)}.jsonl"
         lines = [header(session_id), *events]
         path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
-        assert dsh("sessions", "import", str(path))[0] == 0
+        assert dsh_cli("sessions", "import", str(path))[0] == 0
 
     return run
 
 
-def test_no_sessions_and_valid_sessions_pass(dsh, store) -> None:
-    assert dsh("sessions", "check") == (0, "", "")
+def test_no_sessions_and_valid_sessions_pass(dsh_cli, store) -> None:
+    assert dsh_cli("sessions", "check") == (0, "", "")
     store("good", good_events())
-    assert dsh("sessions", "check") == (0, "", "")
-    assert dsh("sessions", "check", "good", "--json") == (0, "", "")
+    assert dsh_cli("sessions", "check") == (0, "", "")
+    assert dsh_cli("sessions", "check", "good", "--json") == (0, "", "")
 
 
-def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh, store) -> None:
+def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh_cli, store) -> None:
     store("good", good_events())
     store("bad", bad_events())
-    code, out, err = dsh("sessions", "check")
+    code, out, err = dsh_cli("sessions", "check")
     assert code == 1
     assert out.splitlines() == [
         "bad  seq 0  turn-enclosure  user/message appended outside any open turn (every event must be turn-enclosed)",
         "bad  seq 1  turn-nesting  turn/start expected turn 1, got 2",
     ]
     assert err == "dsh: error: 2 violation(s) in 1 of 2 session(s)\n"
-    assert dsh("sessions", "check", "good")[0] == 0
-    assert dsh("sessions", "check", "bad")[0] == 1
+    assert dsh_cli("sessions", "check", "good")[0] == 0
+    assert dsh_cli("sessions", "check", "bad")[0] == 1
 
 
-def test_json_lines_parse_back(dsh, store) -> None:
+def test_json_lines_parse_back(dsh_cli, store) -> None:
     store("bad", bad_events())
-    code, out, _ = dsh("sessions", "check", "--json")
+    code, out, _ = dsh_cli("sessions", "check", "--json")
     assert code == 1
     assert [json.loads(line) for line in out.splitlines()] == [
         {
@@ -103,28 +103,28 @@ def test_json_lines_parse_back(dsh, store) -> None:
     ]
 
 
-def test_an_unknown_session_is_an_error(dsh) -> None:
-    code, out, err = dsh("sessions", "check", "missing")
+def test_an_unknown_session_is_an_error(dsh_cli) -> None:
+    code, out, err = dsh_cli("sessions", "check", "missing")
     assert (code, out) == (1, "")
     assert err == 'dsh: error: session "missing" not found\n'
 
 
-def test_session_ids_reach_the_terminal_inert(dsh, store) -> None:
+def test_session_ids_reach_the_terminal_inert(dsh_cli, store) -> None:
     evil = "evil\x1b]2;pwned\x07\x9b"
     store(evil, bad_events())
-    code, out, _ = dsh("sessions", "check")
+    code, out, _ = dsh_cli("sessions", "check")
     assert code == 1
     assert out.splitlines()[0].startswith("evil\\x1b]2;pwned\\x07\\x9b  seq 0  turn-enclosure  ")
-    code, out, _ = dsh("sessions", "check", "--json")
+    code, out, _ = dsh_cli("sessions", "check", "--json")
     assert "\x1b" not in out and "\x9b" not in out
     assert json.loads(out.splitlines()[0])["session"] == evil
 
 
-def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh, store, monkeypatch) -> None:
+def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh_cli, store) -> None:
     """The compact plugin's `dsh_log_invariants` adds the compaction bracket; unmounted, it is absent."""
     store("compacted", compact_events())
-    assert dsh("sessions", "check") == (0, "", "")
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "compact")
-    code, out, _ = dsh("sessions", "check")
+    assert dsh_cli("sessions", "check") == (0, "", "")
+    dsh_cli.plugins = ["compact"]
+    code, out, _ = dsh_cli("sessions", "check")
     assert code == 1
     assert out == "compacted  seq 2  compact  successful compact/end requires one compact/summary\n"

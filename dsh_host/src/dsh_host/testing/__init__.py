@@ -1,0 +1,20 @@
+"""Test helpers for people who write dsh plugins and hosts, and the pytest plugin that offers them.
+
+Installing `dsh-host` registers `dsh_host.testing.plugin` under pytest's `pytest11` entry point,
+so in any project that has dsh-host installed these fixtures are available without a conftest:
+
+- `make_host`: start hosts on a temporary data dir, with chosen plugins (installed ones by name,
+  plugin objects by name) and a scripted model; every host is closed at teardown
+  (`HostFactory`).
+- `dsh_host`: one such host with no plugins.
+- `dsh_cli`: run the `dsh` command line in-process in a hermetic environment (`DshRunner`).
+- `log_builder`: events in session-log form for hand-written logs (`LogBuilder`).
+
+The helpers themselves import nothing of pytest, so they can also be used outside it.
+"""
+
+from dsh_host.testing.cli import CliResult, DshRunner
+from dsh_host.testing.hosts import HostFactory
+from dsh_host.testing.logs import LogBuilder
+
+__all__ = ["CliResult", "DshRunner", "HostFactory", "LogBuilder"]

@@ -1,0 +1,143 @@
+"""`LogBuilder`: session events in log form (camelCase JSON) for hand-written logs."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from dsh_host import Event, SessionHeader, event_from_json
+
+
+class LogBuilder:
+    """Events in log form (camelCase JSON), and as `Event` objects, for hand-written logs."""
+
+    USER: ClassVar[dict[str, str]] = {"kind": "user"}
+    PROVENANCE: ClassVar[dict[str, str]] = {"provider": "scripted", "model": "scripted-1"}
+
+    @staticmethod
+    def text(text: str) -> dict[str, Any]:
+        return {"type": "text", "text": text}
+
+    @staticmethod
+    def raw(
+        type: str,
+        seq: int,
+        data: Any = None,
+        *,
+        op: Any = None,
+        sources: Any = None,
+        time: int = 0,
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": type, "seq": seq, "time": time, "data": {} if data is None else data}
+        if sources is not None:
+            out["sourceEventSeqs"] = sources
+        if op is not None:
+            out["surfaceOp"] = op
+        return out
+
+    @staticmethod
+    def replace(start: int, end: int) -> dict[str, Any]:
+        return {"op": "replace", "start": start, "end": end}
+
+    @classmethod
+    def user_data(cls, text: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"content": [cls.text(text)], "source": source or cls.USER}
+
+    @classmethod
+    def assistant_data(cls, text: str | None, turn: int = 1, step: int = 1, **extra: Any) -> dict[str, Any]:
+        content = [] if text is None else [cls.text(text)]
+        return {"turn": turn, "step": step, "content": content, "provenance": cls.PROVENANCE, **extra}
+
+    @classmethod
+    def tool_result_data(cls, call_id: str, text: str, turn: int = 1, step: int = 1, **extra: Any) -> dict:
+        return {
+            "turn": turn,
+            "step": step,
+            "callId": call_id,
+            "content": [cls.text(text)],
+            "isError": False,
+            **extra,
+        }
+
+    @classmethod
+    def user(cls, seq: int, text: str = "hi", *, op: Any = "append", sources: Any = None) -> dict[str, Any]:
+        return cls.raw("user/message", seq, cls.user_data(text), op=op, sources=sources)
+
+    @classmethod
+    def assistant(
+        cls, seq: int, text: str | None = "ok", *, op: Any = "append", sources: Any = None, turn: int = 1
+    ) -> dict[str, Any]:
+        return cls.raw("assistant/message", seq, cls.assistant_data(text, turn), op=op, sources=sources)
+
+    @classmethod
+    def chunk(cls, seq: int, text: str = "x", *, turn: int = 1, step: int = 1) -> dict[str, Any]:
+        chunk = {"type": "text-delta", "index": 0, "text": text}
+        return cls.raw("assistant/chunk", seq, {"turn": turn, "step": step, "chunk": chunk})
+
+    @classmethod
+    def draw_log(cls, draw: Any, *, max_ops: int = 40) -> tuple[list[dict[str, Any]], list[int], int]:
+        """A random valid log for hypothesis (`draw` is `data.draw`).
+
+        Mixes log-only events, appends of every surface type, replaces of random contiguous
+        runs (with shuffled provenance that may name extra earlier events) and tool-result
+        rewrites. Returns the log, the surface a naive model expects, and the replace count.
+        """
+        # hypothesis is a test-time dependency of whoever calls this, not of dsh-host.
+        from hypothesis import strategies as st
+
+        raws: list[dict[str, Any]] = []
+        nodes: list[int] = []
+        generation = 0
+        for _ in range(draw(st.integers(min_value=0, max_value=max_ops))):
+            seq = len(raws)
+            action = draw(st.sampled_from(["log-only", "append", "append", "replace"]))
+            if action == "replace" and nodes:
+                lo = draw(st.integers(min_value=0, max_value=len(nodes) - 1))
+                hi = draw(st.integers(min_value=lo, max_value=len(nodes) - 1))
+                shadowed = nodes[lo : hi + 1]
+                extra = draw(st.lists(st.integers(min_value=0, max_value=seq - 1), max_size=3))
+                sources = list(dict.fromkeys([*shadowed, *extra]))
+                sources = draw(st.permutations(sources))
+                target = raws[shadowed[0]]
+                if lo == hi and target["type"] == "tool/result" and draw(st.booleans()):
+                    data = {**target["data"], "content": [cls.text(f"pruned {seq}")]}
+                    raw = cls.raw("tool/result", seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
+                else:
+                    kind = draw(st.sampled_from(["user/message", "assistant/message"]))
+                    data = cls.user_data(f"summary {seq}") if kind == "user/message" else cls.assistant_data("s")
+                    raw = cls.raw(kind, seq, data, op=cls.replace(nodes[lo], nodes[hi]), sources=sources)
+                nodes[lo : hi + 1] = [seq]
+                generation += 1
+            elif action == "append" or action == "replace":
+                kind = draw(
+                    st.sampled_from(
+                        [
+                            "user/message",
+                            "assistant/message",
+                            "tool/result",
+                            "context/message",
+                            "steering/message",
+                        ]
+                    )
+                )
+                if kind == "assistant/message":
+                    raw = cls.assistant(seq, draw(st.sampled_from(["reply", None])))
+                elif kind == "tool/result":
+                    raw = cls.raw(kind, seq, cls.tool_result_data(f"call-{seq}", "out"), op="append")
+                elif kind == "steering/message":
+                    raw = cls.raw(kind, seq, {**cls.user_data("steer"), "turn": 1}, op="append")
+                else:
+                    raw = cls.raw(kind, seq, cls.user_data(f"message {seq}"), op="append")
+                nodes.append(seq)
+            else:
+                raw = cls.chunk(seq, f"c{seq}")
+            raws.append(raw)
+        return raws, nodes, generation
+
+    @staticmethod
+    def events(raws: list[dict[str, Any]]) -> list[Event]:
+        """Parse log-form dicts into events (envelope checks only; no surface fold)."""
+        return [event_from_json(raw) for raw in raws]
+
+    @staticmethod
+    def header(session_id: str = "s", *, created_at: int = 0, cwd: str | None = "/work") -> SessionHeader:
+        return SessionHeader(id=session_id, created_at=created_at, cwd=cwd)

@@ -1,0 +1,55 @@
+"""The pytest plugin (entry point `pytest11`): fixtures over `dsh_host.testing`'s helpers.
+
+pytest loads this module itself when dsh-host is installed; nothing else imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_host import Host
+from dsh_host.testing.cli import DshRunner
+from dsh_host.testing.hosts import HostFactory
+from dsh_host.testing.logs import LogBuilder
+
+
+@pytest.fixture
+def make_host(tmp_path: Path) -> Iterator[HostFactory]:
+    """Start hosts on a data dir in `tmp_path`; all of them are closed at teardown.
+
+    `make_host(plugins=["compact"], objects={"mine": Mine()}, script=[{"text": "hi"}],
+    compact={"auto": False})` returns a started `Host` (see `HostFactory.__call__`). Hosts made
+    by one test share the data dir unless given their own `data_dir`, so a second host sees what
+    the first stored.
+    """
+    factory = HostFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def dsh_host(make_host: HostFactory) -> Host:
+    """A started host with no plugins (only the host's own hooks), its data dir in `tmp_path`."""
+    return make_host()
+
+
+@pytest.fixture
+def dsh_cli(tmp_path: Path) -> DshRunner:
+    """Run `dsh ...` in-process: `dsh_cli("sessions", "list")` returns `(exit_code, stdout, stderr)`.
+
+    The environment is hermetic: `DSH_HOME` is `dsh_cli.home` (in `tmp_path`), no plugin is
+    mounted unless `dsh_cli.plugins` names some, no `DSH_CONFIG`, `DSH_SCRIPT` or user
+    configuration applies, and commands run in `tmp_path`.
+    """
+    return DshRunner(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def log_builder() -> type[LogBuilder]:
+    """Builders for hand-written session logs (see `LogBuilder`)."""
+    return LogBuilder
