@@ -285,19 +285,21 @@ def deep_log(path: Path, levels: int) -> Path:
 
 
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 1_500, 5_000])
-def test_a_line_nested_too_deeply_is_one_error_line_and_imports_nothing(dsh, tmp_path, log_builder, levels):
+def test_a_line_nested_too_deeply_is_one_error_line_and_imports_nothing(
+    dsh_cli, make_host, tmp_path, log_builder, levels
+):
     kept = write_log(tmp_path / "kept.jsonl", HEADER, good_events(log_builder))
-    assert dsh("sessions", "import", str(kept))[0] == 0
+    assert dsh_cli("sessions", "import", str(kept))[0] == 0
     path = deep_log(tmp_path / "deep.jsonl", levels)
 
-    code, out, err = dsh("sessions", "import", str(path))
+    code, out, err = dsh_cli("sessions", "import", str(path))
 
     assert (code, out) == (1, "")
     assert err.endswith("\n") and err.count("\n") == 1  # one line, no traceback
     assert err.startswith(f"dsh: error: {path}:3: ")
     assert f"{MAX_DEPTH} levels" in err
-    assert stored_ids(dsh.home) == ["imported"]
-    assert dsh("sessions", "export", "imported")[1] == kept.read_text("utf-8")
+    assert stored_ids(make_host, dsh_cli.home) == ["imported"]
+    assert dsh_cli("sessions", "export", "imported")[1] == kept.read_text("utf-8")
 
 
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 5_000])
@@ -307,8 +309,8 @@ def test_reading_a_log_nested_too_deeply_names_the_line(tmp_path, levels):
         read_log_file(path)
 
 
-def test_data_nested_to_the_limit_imports_and_exports_unchanged(dsh, tmp_path):
+def test_data_nested_to_the_limit_imports_and_exports_unchanged(dsh_cli, tmp_path):
     path = deep_log(tmp_path / "deep.jsonl", MAX_DEPTH)
     assert read_log_file(path).events[1].data == json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)
-    assert dsh("sessions", "import", str(path)) == (0, "imported deep (3 events)\n", "")
-    assert dsh("sessions", "export", "deep")[1] == path.read_text("utf-8")
+    assert dsh_cli("sessions", "import", str(path)) == (0, "imported deep (3 events)\n", "")
+    assert dsh_cli("sessions", "export", "deep")[1] == path.read_text("utf-8")
