@@ -111,3 +111,46 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
         "sessions.sqlite3-wal",
         "sessions.sqlite3-shm",
     }
+
+
+def _as_version_1(path: Path) -> None:
+    """Turn a database into what schema version 1 was: no search tables or triggers."""
+    conn = sqlite3.connect(path)
+    with conn:
+        for kind, name in conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE type = 'trigger' OR name IN ('surface_fts', 'session_names')"
+        ).fetchall():
+            conn.execute(f"DROP {'TRIGGER' if kind == 'trigger' else 'TABLE'} {name}")
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, monkeypatch):
+    from dsh_host.session.session import Session
+    from dsh_host.store import sqlite_search
+
+    path = tmp_path / "sessions.sqlite3"
+    store = SqliteSessionStore.open(path)
+    for i in range(5):
+        session = Session(SessionHeader(id=f"s{i}", created_at=i, cwd="/w"))
+        session.append("session/title", {"title": f"Title {i}", "messageSeqs": [], "source": {"kind": "user"}})
+        content = [{"type": "text", "text": f"walrus number{i}"}]
+        session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
+        store.append(session.header, list(session.events))
+    store.close()
+    _as_version_1(path)
+    monkeypatch.setattr(sqlite_search, "FILL_BATCH_SESSIONS", 2)
+    seen: list[tuple[int, int]] = []
+
+    store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
+    try:
+        assert seen == [(2, 5), (4, 5), (5, 5)]
+        assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+        rows = store.search_candidates("walrus", target_id=None, target_cwd="/w", limit=10)
+        assert [(r.id, r.snippet) for r in rows] == [(f"s{i}", f"walrus number{i}") for i in reversed(range(5))]
+        assert [r.id for r in store.search_candidates("title 3", target_id=None, target_cwd=None, limit=10)] == ["s3"]
+    finally:
+        store.close()
+    seen.clear()
+    SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total))).close()
+    assert seen == []  # upgraded once

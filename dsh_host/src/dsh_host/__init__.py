@@ -62,7 +62,15 @@ from dsh_host.session.session import Session
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.session.surface import Surface, SurfaceError, plan
 from dsh_host.settings import read_bool, read_float, read_int, read_str, reject_unknown, show
-from dsh_host.store.base import SessionNotFound, SessionRow, SessionStore, StoredTitle, StoreError
+from dsh_host.store.base import (
+    CandidateRow,
+    SearchCancelled,
+    SessionNotFound,
+    SessionRow,
+    SessionStore,
+    StoredTitle,
+    StoreError,
+)
 from dsh_host.store.sqlite import SqliteSessionStore
 from dsh_host.tools.base import Tool, ToolContext, ToolResult
 from dsh_host.tui.file_search import AtToken
@@ -85,6 +93,7 @@ __all__ = [
     "AtToken",
     "Block",
     "CancelSignal",
+    "CandidateRow",
     "ComposeError",
     "Composition",
     "Config",
@@ -105,6 +114,7 @@ __all__ = [
     "PluginError",
     "PromptDecision",
     "ResolvedModel",
+    "SearchCancelled",
     "Services",
     "Session",
     "SessionHeader",

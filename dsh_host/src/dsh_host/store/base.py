@@ -10,6 +10,7 @@ threads at once).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -46,6 +47,26 @@ class SessionRow(NamedTuple):
     created_at: int | float
     cwd: str | None
     title: str | None
+
+
+class SearchCancelled(StoreError):
+    """A candidate search stopped because its `cancel` event was set (nothing is returned)."""
+
+
+class CandidateRow(NamedTuple):
+    """A session found by `search_candidates`, in rank order.
+
+    `snippet` is None for a match on the id, title or cwd (or an empty query); for a match on
+    the surface text it is a short excerpt around the match, raw (not yet terminal-safe). `score`
+    is the body match's relevance (BM25, lower is better; 0.0 for the others).
+    """
+
+    id: str
+    created_at: int | float
+    cwd: str | None
+    title: str | None
+    snippet: str | None
+    score: float
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,30 @@ class SessionStore(Protocol):
 
     def read_header(self, session_id: str) -> SessionHeader:
         """The session's header."""
+        ...
+
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+    ) -> list[CandidateRow]:
+        """At most `limit` sessions matching `query`, ranked, computed by the store (no listing).
+
+        A session matches on its name when the lower-cased query (`str.lower`) occurs in its
+        id, cwd or latest title (an empty query matches every session), and on its body when
+        every word of the query occurs in one message of its current surface as a
+        session reference projects it: user and steering prompts from the user, compaction checkpoints
+        and assistant text (never shadowed history, tool output, reasoning or injected
+        context). The query is plain words: quotes, operators and control characters are
+        never syntax. The session `target_id` is left out. Ranking: same cwd as `target_cwd`,
+        then no cwd, then any other cwd; within those, name matches before body matches, body
+        matches by relevance; then newest first, ties by id. When `cancel` is set the search
+        stops promptly with `SearchCancelled`.
+        """
         ...
 
     def read_title(self, session_id: str) -> StoredTitle | None:

@@ -7,8 +7,10 @@ mirrors its choices, in a schema `dsh` of its own:
 - `surface` materialises every session's current surface (`ord` is the position key) with each
   node's `SurfaceText`, so surface reads never touch log-only or shadowed events.
 - `sessions` keeps the header, the next seq and ord, and the latest title, so listing reads no
-  log; and the team columns: `owner` (the role that created the session) and `reader` (one
-  group role it is shared with, read-only).
+  log; for candidate search, the id, cwd and title lower-cased as Python lowers them
+  (`*_folded`, UTF-8 bytes), which a name match scans with `position`; and the team columns:
+  `owner` (the role that created the session) and `reader` (one group role it is shared with,
+  read-only).
 
 Visibility is the database's job, not this module's: every table holding session data has
 forced row-level security. A role sees its own sessions and those shared with a role it is a
@@ -22,6 +24,11 @@ compares bytewise, which for UTF-8 is code-point order, so `ORDER BY id` stays e
 free text is stored as text when it can be, and otherwise in a `bytea` column beside it. Event
 and header lines are JSON, whose escapes (`\\u0000`, `\\ud800`) carry those characters as text.
 
+Candidate search's body match reads `surface.search`, a generated `tsvector` (the `simple`
+configuration: no stemming, no stop words) of each node a reference shows, under a GIN index;
+relevance is `ts_rank`. Nodes whose text PostgreSQL cannot hold (NUL, lone surrogates) are
+not indexed.
+
 Every flushed batch is one transaction that locks its session's row first, so two hosts
 appending to one session serialise there; the second finds the seq it expected taken and gets
 a conflict error with nothing written. Multi-statement reads run in one REPEATABLE READ
@@ -34,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +52,8 @@ from psycopg import conninfo, errors
 from dsh_host.errors import ConfigError
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.store.base import CandidateRow, SearchCancelled
+from dsh_host.store.search import body_words, name_needle, searchable_condition
 from dsh_host.store.sqlite import (
     SessionNotFound,
     SessionRow,
@@ -53,7 +63,7 @@ from dsh_host.store.sqlite import (
     header_from_row,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = "dsh"
 DEFAULT_POOL_SIZE = 4
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
@@ -137,7 +147,16 @@ GRANT SELECT, INSERT, DELETE ON dsh.sessions, dsh.events, dsh.surface TO PUBLIC;
 GRANT UPDATE (reader, next_seq, next_ord, title, title_raw, title_seq, title_time, raw_surface_text)
     ON dsh.sessions TO PUBLIC;
 """,
+    f"""
+ALTER TABLE dsh.sessions ADD COLUMN id_folded bytea, ADD COLUMN cwd_folded bytea, ADD COLUMN title_folded bytea;
+GRANT UPDATE (title_folded) ON dsh.sessions TO PUBLIC;
+ALTER TABLE dsh.surface ADD COLUMN search tsvector GENERATED ALWAYS AS
+    (CASE WHEN {searchable_condition("")} THEN to_tsvector('simple', text) END) STORED;
+CREATE INDEX surface_search ON dsh.surface USING gin (search);
+""",
 )
+# Python steps of a migration, by the version it creates, run after its statements.
+_FOLD_VERSION = 2
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
 _UNFIT = re.compile("[\x00\ud800-\udfff]")
@@ -167,6 +186,56 @@ _SURFACE_TEXTS = (
     f"SELECT type, source_kind, source_plugin, text, raw FROM dsh.surface WHERE session_pk = {_PK_OF} ORDER BY ord"
 )
 _LINES = f"SELECT line FROM dsh.events WHERE session_pk = {_PK_OF} ORDER BY seq"
+
+
+_HEADLINE = 'MaxFragments=1, MaxWords=12, MinWords=4, ShortWord=0, StartSel="", StopSel=""'
+# Candidate search (see `SessionStore.search_candidates`). Names: the folded needle anywhere in
+# the folded id, cwd or title (bytes, so exactly Python's `in`). Body: every word in one node,
+# the session's best node standing for it. Snippets are cut for the returned rows only.
+_NAMES = """names AS MATERIALIZED (
+    SELECT pk FROM dsh.sessions
+    WHERE position(%(needle)s IN id_folded) > 0 OR position(%(needle)s IN cwd_folded) > 0
+        OR position(%(needle)s IN title_folded) > 0
+)"""
+_RANKED = f"""
+SELECT r.id, r.created_at, r.cwd, r.cwd_raw, r.title, r.title_raw,
+    CASE WHEN r.text IS NOT NULL THEN
+        CASE WHEN starts_with(r.text, h.h) THEN '' ELSE '…' END || h.h
+        || CASE WHEN right(r.text, length(h.h)) = h.h THEN '' ELSE '…' END
+    END,
+    r.score
+FROM (
+    SELECT s.id, s.created_at, s.cwd, s.cwd_raw, s.title, s.title_raw, m.text, m.score,
+        CASE WHEN s.cwd IS NULL AND s.cwd_raw IS NULL THEN 1
+            WHEN %(has_cwd)s AND s.cwd IS NOT DISTINCT FROM %(cwd)s AND s.cwd_raw IS NOT DISTINCT FROM %(cwd_raw)s
+            THEN 0 ELSE 2 END AS grp
+    FROM matched AS m JOIN dsh.sessions AS s ON s.pk = m.pk
+    WHERE s.id IS DISTINCT FROM %(target)s
+    ORDER BY grp, m.text IS NOT NULL, m.score, s.created_at DESC, s.id
+    LIMIT %(limit)s
+) AS r
+LEFT JOIN LATERAL (
+    SELECT ts_headline('simple', r.text, plainto_tsquery('simple', %(words)s), '{_HEADLINE}') AS h
+    WHERE r.text IS NOT NULL
+) AS h ON true
+ORDER BY r.grp, r.text IS NOT NULL, r.score, r.created_at DESC, r.id
+"""
+_SEARCH_NAMES = f"WITH {_NAMES}, matched AS (SELECT pk, NULL::text AS text, 0.0::float8 AS score FROM names)" + _RANKED
+_SEARCH = (
+    f"""WITH {_NAMES},
+q AS (SELECT plainto_tsquery('simple', %(words)s) AS q),
+body AS (
+    SELECT DISTINCT ON (u.session_pk) u.session_pk AS pk, u.text, -ts_rank(u.search, q.q)::float8 AS score
+    FROM dsh.surface AS u, q WHERE u.search @@ q.q AND u.session_pk NOT IN (SELECT pk FROM names)
+    ORDER BY u.session_pk, score, u.seq
+),
+matched AS (
+    SELECT pk, NULL::text AS text, 0.0::float8 AS score FROM names
+    UNION ALL
+    SELECT pk, text, score FROM body
+)"""
+    + _RANKED
+)
 
 
 class StoreUnavailable(StoreError):
@@ -271,6 +340,8 @@ def init_schema(dsn: str) -> tuple[int | None, int]:
                     conn.execute("CREATE SCHEMA IF NOT EXISTS dsh")
                 for migration in _MIGRATIONS[start:]:
                     conn.execute(migration)
+                if start < _FOLD_VERSION <= SCHEMA_VERSION:
+                    _fold_stored_names(conn)
                 if start < SCHEMA_VERSION:
                     conn.execute(
                         "INSERT INTO dsh.meta (key, value) VALUES ('schema_version', %s) "
@@ -280,6 +351,31 @@ def init_schema(dsn: str) -> tuple[int | None, int]:
         except psycopg.Error as exc:
             raise StoreUnavailable(f"PostgreSQL store: dsh store init failed: {_one_line(exc)}") from None
     return before, SCHEMA_VERSION
+
+
+def _fold(value: str | None) -> bytes | None:
+    """A name as the search matches it: Python's `str.lower`, as UTF-8 bytes (surrogates kept)."""
+    return None if value is None else value.lower().encode("utf-8", "surrogatepass")
+
+
+def _fold_stored_names(conn: psycopg.Connection) -> None:
+    """Fill the folded names of every stored session, whoever owns it (during `init_schema`).
+
+    Row-level security is forced even on the table's owner: lifted for this transaction only.
+    """
+    conn.execute("ALTER TABLE dsh.sessions NO FORCE ROW LEVEL SECURITY")
+    rows = conn.execute("SELECT pk, id, cwd, cwd_raw, title, title_raw FROM dsh.sessions").fetchall()
+    folded = [
+        (pk, _fold(_from_id(sid)), _fold(_joined(cwd, cwd_raw)), _fold(_joined(title, title_raw)))
+        for pk, sid, cwd, cwd_raw, title, title_raw in rows
+    ]
+    if folded:
+        conn.execute(
+            "UPDATE dsh.sessions AS s SET id_folded = t.i, cwd_folded = t.c, title_folded = t.t "
+            "FROM unnest(%s::bigint[], %s::bytea[], %s::bytea[], %s::bytea[]) AS t (pk, i, c, t) WHERE s.pk = t.pk",
+            [list(column) for column in zip(*folded, strict=True)],
+        )
+    conn.execute("ALTER TABLE dsh.sessions FORCE ROW LEVEL SECURITY")
 
 
 def _newer(conn: psycopg.Connection, version: int) -> str:
@@ -455,13 +551,15 @@ class PostgresSessionStore:
 
     def _insert_session(self, conn: psycopg.Connection, header: SessionHeader) -> int:
         row = conn.execute(
-            "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord) "
-            "VALUES (%s, %s, %s, %s, %s, 0, 0) ON CONFLICT (id) DO NOTHING RETURNING pk",
+            "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord, id_folded, "
+            "cwd_folded) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING pk",
             (
                 _id(header.id),
                 header.created_at,
                 *_split(header.cwd),
                 _json_text(json.dumps(header.to_json(), ensure_ascii=False)),
+                _fold(header.id),
+                _fold(header.cwd),
             ),
         ).fetchone()
         if row is None:
@@ -481,7 +579,7 @@ class PostgresSessionStore:
                 and isinstance(event.data, dict)
                 and isinstance(event.data.get("title"), str)
             ):
-                title = (*_split(event.data["title"]), event.seq, event.time)
+                title = (*_split(event.data["title"]), event.seq, event.time, _fold(event.data["title"]))
         conn.execute(_INSERT_EVENTS, (pk, seqs, lines))
         appended: list[tuple[Any, ...]] = []
         raw_text = False
@@ -512,7 +610,7 @@ class PostgresSessionStore:
         updates = "next_seq = %s, next_ord = %s"
         params: list[Any] = [last + 1, next_ord]
         if title is not None:
-            updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s"
+            updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s, title_folded = %s"
             params.extend(title)
         if raw_text:
             # Readers of the surface text then know to look at the raw column.
@@ -603,6 +701,49 @@ class PostgresSessionStore:
             title, raw, seq, time = self._session_row(conn, session_id, "title, title_raw, title_seq, title_time")
         return None if title is None and raw is None else StoredTitle(_joined(title, raw), seq, time)
 
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+    ) -> list[CandidateRow]:
+        """Ranked readable sessions matching `query` by name or surface text (see `SessionStore`)."""
+        needle, words = _fold(name_needle(query)), " ".join(body_words(query))
+        cwd, cwd_raw = _split(target_cwd)
+        params = {
+            "needle": needle,
+            "words": words,
+            "target": None if target_id is None else _id(target_id),
+            "has_cwd": target_cwd is not None,
+            "cwd": cwd,
+            "cwd_raw": cwd_raw,
+            "limit": limit,
+        }
+        sql = _SEARCH if words else _SEARCH_NAMES
+        if cancel is not None and cancel.is_set():
+            raise SearchCancelled("candidate search was cancelled")
+        try:
+            with self._read() as conn, _cancelling(conn, cancel):
+                rows = conn.execute(sql, params).fetchall()
+        except StoreError:
+            if cancel is not None and cancel.is_set():
+                raise SearchCancelled("candidate search was cancelled") from None
+            raise
+        return [
+            CandidateRow(
+                _from_id(sid),
+                int(created) if created.is_integer() else created,
+                _joined(cwd, cwd_raw),
+                _joined(title, title_raw),
+                snippet,
+                score,
+            )
+            for sid, created, cwd, cwd_raw, title, title_raw, snippet, score in rows
+        ]
+
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
         with self._read() as conn:
@@ -648,6 +789,31 @@ class PostgresSessionStore:
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         header, lines = self.read_lines(session_id)
         return header, [event_from_json(json.loads(line), expected_seq=i) for i, line in enumerate(lines)]
+
+
+@contextlib.contextmanager
+def _cancelling(conn: psycopg.Connection, cancel: threading.Event | None) -> Iterator[None]:
+    """Cancel the connection's running statement as soon as `cancel` is set (from a watcher thread)."""
+    if cancel is None:
+        yield
+        return
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        while not done.is_set():
+            if cancel.wait(0.05):
+                with lock:  # never cancel a statement of whoever has the connection next
+                    if not done.is_set():
+                        conn.cancel_safe()
+                return
+
+    threading.Thread(target=watch, name="dsh-search-cancel", daemon=True).start()
+    try:
+        yield
+    finally:
+        with lock:
+            done.set()
 
 
 def _quoted_role(role: str) -> str:

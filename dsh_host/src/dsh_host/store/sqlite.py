@@ -13,6 +13,9 @@ Schema choices, each for a figure the store must meet:
   text of a conversation read small rows and decode no JSON.
 - `sessions` keeps the header, the next seq, and the latest title, so listing sessions with
   titles reads no log.
+- `surface_fts` and `session_names` are the full-text indexes candidate search reads, kept by
+  triggers in the transaction that writes the rows they mirror (see `dsh_host.store.sqlite_search`).
+  Schema version 2 added them; a version 1 database gets them on first open.
 
 Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
 write different sessions at once. Reads run on per-thread connections, so async callers can
@@ -27,15 +30,16 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store import sqlite_search
+from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -74,6 +78,9 @@ CREATE TABLE surface (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
 """
+
+Progress = Callable[[int, int], None]
+"""`progress(done, total)`: how far a long schema upgrade is (in sessions)."""
 
 
 # Only these types can touch the surface rows (the fold refuses a surface marker on any other) or the title.
@@ -145,8 +152,9 @@ def header_from_row(text: str, session_id: str | None = None) -> SessionHeader:
 class SqliteSessionStore:
     """Sessions persisted in one SQLite file. Open with `SqliteSessionStore.open(path)`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, progress: Progress | None = None) -> None:
         self.path = path
+        self._progress = progress
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -154,13 +162,17 @@ class SqliteSessionStore:
         self._closed = False
 
     @classmethod
-    def open(cls, path: Path | str) -> SqliteSessionStore:
-        """Open (creating it, mode 0600 in a 0700 directory) and check the database file."""
+    def open(cls, path: Path | str, *, progress: Progress | None = None) -> SqliteSessionStore:
+        """Open (creating it, mode 0600 in a 0700 directory) and check the database file.
+
+        A database of an older schema is upgraded in one transaction; `progress` hears how far
+        an upgrade that indexes the stored sessions has come.
+        """
         path = Path(path)
         created = _create_file(path)
         if not created:
             _check_magic(path)
-        store = cls(path)
+        store = cls(path, progress)
         store._prepare_schema()
         return store
 
@@ -179,6 +191,7 @@ class SqliteSessionStore:
             # Reads map the file instead of copying pages through read() calls, and threads
             # reading different sessions then contend on nothing but the OS page cache.
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            sqlite_search.register_fold(conn, _text, _from_text)
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)
@@ -198,9 +211,8 @@ class SqliteSessionStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    for statement in _statements(_SCHEMA + sqlite_search.SEARCH_SCHEMA):
+                        conn.execute(statement)
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
@@ -217,10 +229,27 @@ class SqliteSessionStore:
                 f"{self.path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
                 "upgrade dsh to open it"
             )
-        if version != SCHEMA_VERSION:
+        if version not in (1, SCHEMA_VERSION):
             self.close()
             raise StoreError(f"{self.path} has unknown schema version {version}")
         conn.execute("PRAGMA journal_mode = WAL")
+        if version == 1:
+            self._add_search_indexes(conn)
+
+    def _add_search_indexes(self, conn: sqlite3.Connection) -> None:
+        """Upgrade version 1 to 2: create and fill the search indexes, in one transaction."""
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+                    for statement in _statements(sqlite_search.SEARCH_SCHEMA):
+                        conn.execute(statement)
+                    sqlite_search.fill_indexes(conn, self._progress)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         self._closed = True
@@ -404,6 +433,26 @@ class SqliteSessionStore:
         title, seq, time = _session_row(self._connection(), session_id, "title, title_seq, title_time")
         return None if title is None else StoredTitle(_from_text(title), seq, time)
 
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+    ) -> list[CandidateRow]:
+        """Ranked sessions matching `query` by name or surface text (see `SessionStore.search_candidates`)."""
+        return sqlite_search.search(
+            self._connection(),
+            query,
+            target=None if target_id is None else _id(target_id),
+            target_cwd=_text(target_cwd),
+            limit=limit,
+            cancel=cancel,
+            from_text=_from_text,
+        )
+
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
         with self._read() as conn:
@@ -467,6 +516,16 @@ class SqliteSessionStore:
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         header, lines = self.read_lines(session_id)
         return header, [event_from_json(json.loads(line), expected_seq=i) for i, line in enumerate(lines)]
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a schema script, triggers whole (their bodies hold `;` too)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending
+            pending = ""
 
 
 def _create_file(path: Path) -> bool:
