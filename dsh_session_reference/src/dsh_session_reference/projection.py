@@ -87,20 +87,20 @@ def project_texts(
     pairs = has_surrogate("".join([row[3] for row in rows]))
     messages = []
     append = messages.append
-    new = tuple.__new__  # NamedTuple's own constructor is Python code; this is the C one
+    make = ProjectedMessage._make  # builds from one tuple, cheaper than the keyword-aware constructor
     for kind, source_kind, source_plugin, text in rows:
         if not text:
             continue
         if pairs:
             text = join_surrogate_pairs(text)
         if kind == "assistant/message":
-            append(new(ProjectedMessage, ("assistant", text, False)))
+            append(make(("assistant", text, False)))
         elif kind == "user/message":
             if source_kind == "user":
-                append(new(ProjectedMessage, ("user", text, False)))
+                append(make(("user", text, False)))
             elif source_kind == _CHECKPOINT_KIND and source_plugin == _CHECKPOINT_PLUGIN:
-                append(new(ProjectedMessage, ("user", text, True)))
+                append(make(("user", text, True)))
         elif kind == "steering/message" and source_kind == "user":
             # Only a user/message can be a checkpoint; compaction's steering is plugin noise.
-            append(new(ProjectedMessage, ("user", text, False)))
+            append(make(("user", text, False)))
     return ProjectedSource(session.id, session.cwd, captured_through_seq, tuple(messages))

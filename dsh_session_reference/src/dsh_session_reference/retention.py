@@ -9,8 +9,8 @@ result is byte-identical to re-serializing the object after every step.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from json.encoder import encode_basestring
 from typing import Any
 
 from dsh_retention import retain_head_tail, utf8_length
@@ -196,6 +196,10 @@ _ENTRY_OVERHEAD = {
 }
 
 
+# `JSONEncoder.encode` of a str goes straight to the C string encoder (no per-call encoder build).
+_quote = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _json_string_bytes(text: str) -> int:
     """UTF-8 size of ``text`` as a tag-safe JSON string, without the generic serializer.
 
@@ -203,7 +207,7 @@ def _json_string_bytes(text: str) -> int:
     surrogate code points (those cannot be UTF-8 encoded, so they take the generic path); each
     ``<`` then grows by five bytes into ``\\u003c``.
     """
-    quoted = encode_basestring(text)
+    quoted = _quote(text)
     if quoted.isascii():
         size = len(quoted)
     else:
