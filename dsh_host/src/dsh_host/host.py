@@ -56,16 +56,27 @@ class Host:
         self._closed = False
 
     @classmethod
-    def start(cls, config: Config | None = None, *, plugins: Mapping[str, Any] | None = None) -> Host:
+    def start(
+        cls,
+        config: Config | None = None,
+        *,
+        plugins: Mapping[str, Any] | None = None,
+        session_query: bool = True,
+    ) -> Host:
         """Mount the configured plugins, then `plugins` (name to plugin object), in order.
 
         A plugin object (a module, class or instance with `dsh_*` hook implementations) is
         registered and mounted exactly like an installed plugin of that name, with its
         `[plugins.<name>]` table, so a custom host needs no entry points. Raises PluginError
         (nothing stays mounted) on failure.
+
+        `session_query=False` composes a host without the `session_query` service (nothing on
+        it can read other sessions; a plugin that needs the service fails to mount), as the
+        automation-only ACP transport does.
         """
         host = cls(config if config is not None else load_config())
-        host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
+        if session_query:
+            host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
         names = loading.resolve_names(host.config.plugin_names, host.installed)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
