@@ -15,9 +15,10 @@ a new C encoder on every call, and with its decoder costs several times what orj
 event's data (appending a turn is bound by this). The standard library's `json` whenever orjson
 refuses the value (a lone surrogate, an int beyond 64 bits, more than 254 levels, a non-str key,
 an unsupported type) or may spell it differently: orjson writes floats below 1e-4 in another
-notation (`0.00001`, `1e-7` where `repr` gives `1e-05`, `1e-07`), so text holding `e-` or
-`0.0000` anywhere, strings included, takes the standard path. Either way the text is exactly
-what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes.
+notation (`0.00001`, `1e-7` where `repr` gives `1e-05`, `1e-07`). So text holding `e-` or
+`0.0` anywhere, strings included, takes the standard path: that covers those floats and -0.0,
+and costs two substring scans where one float check per value would cost a walk. Either way
+the text is exactly what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _standard_encode = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 ).encode  # without a circular-reference table a cycle ends in RecursionError, reported as a cycle
 _decode = json.JSONDecoder().raw_decode
+_fast_dumps, _fast_loads = orjson.dumps, orjson.loads
 
 
 class NotLosslessJson(DshError, TypeError):
@@ -52,15 +54,12 @@ class NotLosslessJson(DshError, TypeError):
 def canonical_text(value: Any) -> str:
     """Validate `value` and return its compact JSON text."""
     try:
-        out = orjson.dumps(value)
+        out = _fast_dumps(value)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return _standard_text(value)
     text = out.decode()
-    if "e-" in text or "0.0000" in text:
-        return _standard_text(value)  # a small float may be spelled unlike `repr` (see above)
-    copy = orjson.loads(out)
-    if copy != value or ("-0" in text and _has_negative_zero(copy)):
-        return _standard_text(value)  # not lossless: the standard path says where
+    if "e-" in text or "0.0" in text or _fast_loads(out) != value:
+        return _standard_text(value)  # a float orjson may spell unlike `repr`, or not lossless
     return text
 
 

@@ -265,14 +265,6 @@ class SqliteSessionStore:
         """Persist a contiguous batch in one transaction; the first batch creates the session."""
         if not events:
             return
-        first = events[0].seq
-        seqs = [event.seq for event in events]
-        if seqs != list(range(first, first + len(seqs))):
-            offset = next(i for i, seq in enumerate(seqs) if seq != first + i)
-            raise StoreError(
-                f"session {header.id!r}: batch is not contiguous (seq {seqs[offset]} where {first + offset} "
-                "was expected); nothing was written"
-            )
         conn = self._connection()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -292,7 +284,7 @@ class SqliteSessionStore:
                         f"session {header.id!r}: batch starts at seq {events[0].seq}, store expects {next_seq} "
                         "(another process wrote this session?)"
                     )
-                next_ord = self._write_events(conn, pk, events, next_ord, seqs)
+                next_ord = self._write_events(conn, header, pk, events, next_ord)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -311,13 +303,24 @@ class SqliteSessionStore:
         return cursor.lastrowid
 
     def _write_events(
-        self, conn: sqlite3.Connection, pk: int, events: Sequence[Event], next_ord: int, seqs: Sequence[int]
+        self, conn: sqlite3.Connection, header: SessionHeader, pk: int, events: Sequence[Event], next_ord: int
     ) -> int:
-        """Insert the event rows (`seqs` are their seqs), then update the surface and session rows."""
+        """Insert a contiguous batch's event rows, then update the surface and session rows.
+
+        A batch that is not contiguous raises StoreError before anything is written.
+        """
         base = pk << _SEQ_BITS
         rows = []
         marked = []  # the few surface nodes and titles of the batch, picked out on the way
-        for seq, event in zip(seqs, events, strict=True):
+        expected = events[0].seq
+        for event in events:
+            seq = event.seq
+            if seq != expected:
+                raise StoreError(
+                    f"session {header.id!r}: batch is not contiguous (seq {seq} where {expected} "
+                    "was expected); nothing was written"
+                )
+            expected += 1
             kind, line = event.type, event.to_line()
             rows.append((base | seq, kind, line if line.isascii() else _json_text(line)))
             if kind in _MARKED_TYPES:
@@ -381,7 +384,7 @@ class SqliteSessionStore:
                     self._delete(conn, row[0])
                 pk = self._insert_session(conn, header)
                 if events:
-                    self._write_events(conn, pk, events, 0, range(len(events)))
+                    self._write_events(conn, header, pk, events, 0)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
