@@ -130,10 +130,13 @@ async def logged(agent: Any, predicate: Any) -> Event:
         stop()
 
 
-def kinds(events: Sequence[Event], type: str) -> list[Any]:
-    """The `reason.kind` of each `turn/end` (type `turn/end`), or the data of each event of `type`."""
-    if type == "turn/end":
-        return [e.data["reason"]["kind"] for e in events if e.type == type]
+def turn_ends(events: Sequence[Event]) -> list[str]:
+    """The reason kind of each `turn/end`, in log order."""
+    return [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]
+
+
+def data_of(events: Sequence[Event], type: str) -> list[Any]:
+    """The data of each event of `type`, in log order."""
     return [e.data for e in events if e.type == type]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.acp.harness import dsh_command, hermetic_env, store_events, wait_for_logged
+from tests.acp.harness import dsh_command, hermetic_env, store_events, turn_ends, wait_for_logged
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 BIN = Path(os.environ.get("DSH_ACP_NODE_BIN") or NODE_DIR / "node_modules" / ".bin")
@@ -114,8 +114,7 @@ def test_sigint_during_a_waiting_turn_cancels_it(acpx, tmp_path):
     assert {"stopReason": "cancelled"} in [f.get("result") for f in frames], (out, err)
     assert not [f for f in frames if f.get("method") == "session/update"]
     wait_for_logged(tmp_path, "turn/end")  # the agent's process may outlive acpx by a moment
-    ends = [e.data["reason"]["kind"] for e in store_events(tmp_path)[session_id] if e.type == "turn/end"]
-    assert ends in (["aborted"], ["disposed"])
+    assert turn_ends(store_events(tmp_path)[session_id]) in (["aborted"], ["disposed"])
 
 
 def test_a_persistent_session_takes_two_prompts_and_a_cancel(acpx, tmp_path):
@@ -139,5 +138,5 @@ def test_a_persistent_session_takes_two_prompts_and_a_cancel(acpx, tmp_path):
     sessions = store_events(tmp_path)
     assert list(sessions) == [session_id]
     events = sessions[session_id]
-    assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["completed", "completed", "aborted"]
+    assert turn_ends(events) == ["completed", "completed", "aborted"]
     assert [e.data["content"][0]["text"] for e in events if e.type == "user/message"] == ["one", "two", "three"]

@@ -8,7 +8,7 @@ import pytest
 from acp import RequestError, resource_link_block, text_block
 
 from dsh_host import Config, Host
-from tests.acp.harness import acp_host, agent_of, kinds, logged, wire
+from tests.acp.harness import acp_host, agent_of, data_of, logged, turn_ends, wire
 
 ANSWER = [{"text": "Hello from dsh"}]
 
@@ -68,7 +68,7 @@ async def test_text_blocks_are_joined_and_sent_as_one_user_message_without_conte
             session_id = await start(connection)
             prompt = [text_block(text="one "), text_block(text="two")]
             await connection.client.prompt(session_id=session_id, prompt=prompt)
-            (message,) = kinds(agent_of(connection, session_id).session.events, "user/message")
+            (message,) = data_of(agent_of(connection, session_id).session.events, "user/message")
             assert message == {"content": [{"type": "text", "text": "one two"}], "source": {"kind": "user"}}
 
 
@@ -150,7 +150,7 @@ async def test_a_prompt_for_an_unknown_session_or_one_already_in_flight_is_rejec
             with pytest.raises(RequestError) as busy:
                 await connection.client.prompt(session_id=session_id, prompt=[text_block(text="two")])
             assert busy.value.code == -32602
-            assert len(kinds(agent.session.events, "turn/start")) == 1
+            assert len(data_of(agent.session.events, "turn/start")) == 1
             await connection.client.cancel(session_id=session_id)
             assert (await first).stop_reason == "cancelled"
             later = await connection.client.prompt(session_id=session_id, prompt=[text_block(text="three")])
@@ -176,7 +176,7 @@ async def test_cancel_settles_the_prompt_once_at_its_turn_end_and_never_a_later_
             assert second.stop_reason == "end_turn"
             # The aborted partial was never committed: only the second turn's answer was sent.
             assert connection.recorder.texts(session_id) == ["second answer"]
-            assert kinds(agent.session.events, "turn/end") == ["aborted", "completed"]
+            assert turn_ends(agent.session.events) == ["aborted", "completed"]
             responses = [f for f in connection.frames if "result" in f and "stopReason" in (f["result"] or {})]
             assert [f["result"]["stopReason"] for f in responses] == ["cancelled", "end_turn"]
 
@@ -192,7 +192,7 @@ async def test_a_cancel_before_the_message_started_a_turn_settles_at_once(tmp_pa
             await server.handle("session/cancel", {"sessionId": session_id}, True)
             assert (await pending).stop_reason == "cancelled"
             events = agent_of(connection, session_id).session.events
-            assert kinds(events, "turn/start") == []
+            assert data_of(events, "turn/start") == []
 
 
 @pytest.mark.parametrize(
@@ -233,8 +233,8 @@ async def test_two_sessions_on_one_connection_are_independent_and_one_is_cancell
             assert (await waiting).stop_reason == "cancelled"
             assert connection.recorder.texts(a) == []
             assert connection.recorder.texts(b) == ["b answers"]
-            assert kinds(agent_of(connection, a).session.events, "turn/end") == ["aborted"]
-            assert kinds(agent_of(connection, b).session.events, "turn/end") == ["completed"]
+            assert turn_ends(agent_of(connection, a).session.events) == ["aborted"]
+            assert turn_ends(agent_of(connection, b).session.events) == ["completed"]
 
 
 async def test_eof_mid_turn_settles_cancelled_disposes_the_agent_and_flushes_the_store(tmp_path):
@@ -252,7 +252,7 @@ async def test_eof_mid_turn_settles_cancelled_disposes_the_agent_and_flushes_the
             # The client end is closed, so the response cannot arrive; the frame was still settled.
             waiting.cancel()
         _, events = host.store.read_events(session_id)
-        assert kinds(events, "turn/end") == ["disposed"]
+        assert turn_ends(events) == ["disposed"]
 
 
 async def test_the_acp_host_has_no_session_query_and_a_mention_stays_text(tmp_path):
@@ -279,7 +279,7 @@ async def test_the_acp_host_has_no_session_query_and_a_mention_stays_text(tmp_pa
         await agent.close()
         plain_events = agent.session.events
     assert [(e.type, e.data) for e in acp_events] == [(e.type, e.data) for e in plain_events]
-    (message,) = kinds(acp_events, "user/message")
+    (message,) = data_of(acp_events, "user/message")
     assert message["content"] == [{"type": "text", "text": mention}]
     assert "contexts" not in message
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.acp.harness import dsh_command, frames_of, hermetic_env, store_events, wait_for_logged
+from tests.acp.harness import dsh_command, frames_of, hermetic_env, store_events, turn_ends, wait_for_logged
 
 ANSWER = [{"text": "Hello from dsh"}]
 
@@ -89,6 +89,14 @@ def test_a_prompt_round_trip_over_stdio_prints_frames_only_and_exits_0_at_eof(tm
     assert message == {"content": [{"type": "text", "text": mention}], "source": {"kind": "user"}}
 
 
+def test_no_line_about_ignored_features_when_none_is_configured(tmp_path):
+    acp = AcpProcess(tmp_path, ANSWER, DSH_LOAD_PLUGINS="fs-read,acp")
+    acp.open_session(tmp_path)
+    code, rest, err = acp.finish()
+    assert (code, rest) == (0, "")
+    assert "ignoring" not in err
+
+
 def test_stdout_that_is_not_a_pipe_or_socket_exits_2_with_one_line(tmp_path):
     out = tmp_path / "out.txt"
     with out.open("wb") as stdout:
@@ -143,7 +151,7 @@ def test_eof_mid_turn_settles_cancelled_disposes_and_exits_0(tmp_path):
     (response,) = frames_of(rest)
     assert response == {"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}}
     events = store_events(tmp_path)[session_id]
-    assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["disposed"]
+    assert turn_ends(events) == ["disposed"]
 
 
 def test_sigterm_mid_turn_settles_cancelled_disposes_and_exits_0(tmp_path):
@@ -153,4 +161,4 @@ def test_sigterm_mid_turn_settles_cancelled_disposes_and_exits_0(tmp_path):
     code, rest, _ = acp.finish()
     assert (code, rest) == (0, "")
     events = store_events(tmp_path)[session_id]
-    assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["disposed"]
+    assert turn_ends(events) == ["disposed"]
