@@ -119,6 +119,7 @@ class PostgresBackend:
         """Other roles' sessions (a thousand, one of `events` events), so the planner sees tables of
         a real size."""
         with self.database.admin() as conn:
+            conn.execute("SET session_replication_role = replica")  # rows of a role that is not there
             conn.execute(
                 "INSERT INTO dsh.sessions (id, owner, created_at, header, next_seq, next_ord) "
                 "SELECT int4send(g), 'nobody', 0, '{}', 0, 0 FROM generate_series(1, 1000) g"

@@ -125,8 +125,9 @@ def test_psql_shows_a_role_no_more_than_dsh_does(postgres_database, team, log_bu
             "INSERT INTO dsh.events (session_pk, seq, line) VALUES (%s, 9, '{}')",
             "INSERT INTO dsh.surface (session_pk, ord, seq, type, text) VALUES (%s, 9, 9, 'x', '')",
         ):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-                conn.execute(statement, (pk,))
+            for target in (pk, pk + 1000):  # a session shared with bob, one that does not exist
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session this role does not own"):
+                    conn.execute(statement, (target,))
         assert conn.execute("DELETE FROM dsh.events WHERE session_pk = %s", (pk,)).rowcount == 0
         assert conn.execute("UPDATE dsh.sessions SET title = 'x' WHERE pk = %s", (pk,)).rowcount == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

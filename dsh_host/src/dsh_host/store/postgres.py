@@ -92,6 +92,7 @@ CREATE TABLE dsh.sessions (
     raw_surface_text boolean NOT NULL DEFAULT false
 );
 CREATE INDEX sessions_newest_first ON dsh.sessions (created_at DESC, id);
+CREATE INDEX sessions_with_raw_text ON dsh.sessions (pk) WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL;
 CREATE TABLE dsh.events (
     session_pk bigint NOT NULL,
     seq bigint NOT NULL,
@@ -127,18 +128,35 @@ CREATE FUNCTION dsh.readable(bigint) RETURNS boolean LANGUAGE sql STABLE
     RETURN (SELECT true FROM dsh.sessions s WHERE s.pk = $1);
 CREATE FUNCTION dsh.owned(bigint) RETURNS boolean LANGUAGE sql STABLE
     RETURN (SELECT s.owner = current_user FROM dsh.sessions s WHERE s.pk = $1);
+-- Rows are added only to sessions the role owns. A per-row policy check would cost a lookup per
+-- row, several times the insert itself for a flush of a thousand events; this statement-level
+-- check looks each distinct session up once, and aborts the whole statement otherwise.
+CREATE FUNCTION dsh.check_owned() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    IF EXISTS (SELECT FROM (SELECT DISTINCT session_pk FROM added) a WHERE dsh.owned(a.session_pk) IS NOT TRUE)
+    THEN
+        RAISE EXCEPTION 'rows added to dsh.% belong to a session this role does not own', TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$f$;
 
 ALTER TABLE dsh.events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dsh.events FORCE ROW LEVEL SECURITY;
 CREATE POLICY readable ON dsh.events FOR SELECT USING (dsh.readable(session_pk));
-CREATE POLICY written ON dsh.events FOR INSERT WITH CHECK (dsh.owned(session_pk));
+CREATE POLICY added ON dsh.events FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
 CREATE POLICY deleted ON dsh.events FOR DELETE USING (dsh.owned(session_pk));
+CREATE TRIGGER owned AFTER INSERT ON dsh.events REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
 
 ALTER TABLE dsh.surface ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dsh.surface FORCE ROW LEVEL SECURITY;
 CREATE POLICY readable ON dsh.surface FOR SELECT USING (dsh.readable(session_pk));
-CREATE POLICY written ON dsh.surface FOR INSERT WITH CHECK (dsh.owned(session_pk));
+CREATE POLICY added ON dsh.surface FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
 CREATE POLICY deleted ON dsh.surface FOR DELETE USING (dsh.owned(session_pk));
+CREATE TRIGGER owned AFTER INSERT ON dsh.surface REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
 
 -- Ordinary roles need no DDL: row-level security decides what each one reads and writes.
 GRANT USAGE ON SCHEMA dsh TO PUBLIC;
@@ -164,17 +182,21 @@ _UNFIT = re.compile("[\x00\ud800-\udfff]")
 # occurs in UTF-8, surrogates included.
 _FIELD_SEP, _NONE = b"\xff", b"\xfe"
 
+# Arrays go in binary: the text format escapes every element in Python, which costs more than
+# the insert itself.
 _INSERT_EVENTS = (
-    "INSERT INTO dsh.events (session_pk, seq, line) SELECT %s, seq, line FROM unnest(%s::bigint[], %s::text[]) "
+    "INSERT INTO dsh.events (session_pk, seq, line) SELECT %s, seq, line FROM unnest(%b::bigint[], %b::text[]) "
     "AS t (seq, line)"
 )
 _INSERT_SURFACE = (
     "INSERT INTO dsh.surface (session_pk, ord, seq, type, source_kind, source_plugin, text, raw) "
-    "SELECT %s, * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::bytea[])"
+    "SELECT %s, * FROM unnest(%b::bigint[], %b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
+    "%b::bytea[])"
 )
 
 
+_LIST = "SELECT id, created_at, cwd, title FROM dsh.sessions ORDER BY created_at DESC, id"
+_LIST_RAW = "SELECT id, cwd_raw, title_raw FROM dsh.sessions WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL"
 # Reads select a session's rows by its id, so they need not wait for the sessions row first: in
 # pipeline mode both statements go out together.
 _PK_OF = "(SELECT pk FROM dsh.sessions WHERE id = %s)"
@@ -670,22 +692,22 @@ class PostgresSessionStore:
     def list_sessions(self) -> list[SessionRow]:
         """Every readable session, newest first (ties by id), with its latest title."""
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, created_at, cwd, cwd_raw, title, title_raw FROM dsh.sessions ORDER BY created_at DESC, id"
-            ).fetchall()
+            listed = conn.execute(_LIST, binary=True)
+            raw = {sid: (cwd, title) for sid, cwd, title in conn.execute(_LIST_RAW).fetchall()}
+            rows = listed.fetchall()
         make = SessionRow._make
-        return [
-            make(
-                (
-                    sid.decode("utf-8", "surrogatepass"),
-                    # As from SQLite's NUMERIC column, an integral time reads back as an int.
-                    int(created) if created.is_integer() else created,
-                    cwd if cwd_raw is None else _joined(None, cwd_raw),
-                    title if title_raw is None else _joined(None, title_raw),
-                )
-            )
-            for sid, created, cwd, cwd_raw, title, title_raw in rows
+        # As from SQLite's NUMERIC column, an integral time reads back as an int.
+        listing = [
+            make((sid.decode("utf-8", "surrogatepass"), int(at) if at.is_integer() else at, cwd, title))
+            for sid, at, cwd, title in rows
         ]
+        if raw:  # the rare text that only bytea could hold
+            for i, row in enumerate(listing):
+                found = raw.get(_id(row.id))
+                if found is not None:
+                    cwd, title = found
+                    listing[i] = row._replace(cwd=_joined(row.cwd, cwd), title=_joined(row.title, title))
+        return listing
 
     def has(self, session_id: str) -> bool:
         with self._read() as conn:

@@ -1,0 +1,321 @@
+"""PostgreSQL store benchmarks, on the server `DSH_TEST_POSTGRES_DSN` names (skipped without one).
+
+`eval "$(.ci/postgres start DIR)"` starts a throwaway loopback cluster and sets the variable (a
+superuser DSN: the benchmark creates its own database and an ordinary role, and measures as
+that role, under row-level security like any team member). Each figure has a same-run baseline:
+
+- `pg_read_surface_200k`: `read_surface` of a 200,000-event session (2,000 on the surface) vs a
+  bare `SELECT` of those 2,000 rows by key, each decoded with `json.loads`.
+- `pg_list_sessions_10k`: `list_sessions()` over 10,000 titled sessions vs a bare `SELECT` of the
+  listed columns.
+- `pg_append_flush_1000`: flushing a 1,000-event turn vs one `COPY` of the same rows into a table
+  of the same layout.
+- `pg_load_60s` and `sqlite_load_60s`: 8 writer and 4 reader processes for 60 s (loopback only,
+  bounded), in events per second; every read is checked to be one consistent snapshot, and at
+  the end every log is checked for lost or duplicated events. `DSH_BENCH_LOAD_SECONDS` shortens it.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.store import SURFACE, compacted_session, turn_events
+from bench.timing import Figure, best_of, interleaved
+from dsh_host.session.events import Event, SessionHeader, event_from_json
+from dsh_host.session.session import Session
+from dsh_host.session.surface import fold
+
+WRITERS, READERS = 8, 4
+TURN_EVENTS = 40  # per turn of a load writer, flushed in batches of BATCH
+BATCH = 8
+
+
+def _server(workdir: Path) -> Any:
+    """The benchmark's server helper, or None (with a message) when no server is configured."""
+    dsn = os.environ.get("DSH_TEST_POSTGRES_DSN")
+    if not dsn:
+        print(
+            'bench postgres: skipped, no server: set DSH_TEST_POSTGRES_DSN (eval "$(.ci/postgres start DIR)")',
+            file=sys.stderr,
+        )
+        return None
+    from tests.postgres import PostgresServer
+
+    pgpass = workdir / "pgpass"
+    pgpass.touch(mode=0o600)
+    os.environ["PGPASSFILE"] = str(pgpass)
+    os.environ.pop("PGPASSWORD", None)
+    return PostgresServer(dsn, pgpass)
+
+
+def _turn(header: SessionHeader) -> list[Event]:
+    """The 1,000-event first turn of the store benchmark, as events."""
+    session = Session(header)
+    for kind, data, surface_op, sources in turn_events():
+        session.append(kind, data, surface_op=surface_op, sources=sources)
+    return list(session.events)
+
+
+def read_surface_figure(database: Any) -> Figure:
+    store = database.open()
+    try:
+        events = compacted_session(200_000)
+        header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
+        for start in range(0, len(events), 50_000):
+            store.append(header, events[start : start + 50_000])
+        seqs = list(fold(events).nodes)
+        with database.admin() as conn:
+            conn.execute("ANALYZE")
+        import psycopg
+
+        conn = psycopg.connect(database.dsn(), autocommit=True)
+        (pk,) = conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
+        loads = json.loads
+
+        def bare() -> None:
+            rows = conn.execute(
+                "SELECT line FROM dsh.events WHERE session_pk = %s AND seq = ANY(%s)", (pk, seqs)
+            ).fetchall()
+            assert len([loads(line) for (line,) in rows]) == SURFACE
+
+        def read() -> None:
+            assert len(store.read_surface("log-200k").events) == SURFACE
+
+        baseline, value = interleaved(bare, read)
+        conn.close()
+    finally:
+        store.close()
+    return Figure(
+        name="pg_read_surface_200k",
+        value=value,
+        baseline=baseline,
+        target=2.0,
+        note="PostgresSessionStore.read_surface of a 200,000-event log (2,000 on the surface) vs a bare SELECT of "
+        "those 2,000 rows by key + json.loads, same role under RLS",
+    )
+
+
+def list_sessions_figure(database: Any) -> Figure:
+    count = 10_000
+    with database.admin() as conn:
+        # Rows exactly as the store writes them, made in one statement rather than 10,000 flushes.
+        conn.execute(
+            "INSERT INTO dsh.sessions (id, owner, created_at, cwd, header, next_seq, next_ord, title, title_seq, "
+            "title_time) SELECT convert_to('session-' || lpad(g::text, 5, '0'), 'UTF8'), %s, "
+            "1700000000000 + g * 1000, '/work/p' || (g %% 50), '{}', 3, 1, "
+            "'Refactor module ' || g || ' and its tests', 2, 0 FROM generate_series(0, %s - 1) g",
+            (database.user, count),
+        )
+        conn.execute("ANALYZE")
+    import psycopg
+
+    store = database.open()
+    conn = psycopg.connect(database.dsn(), autocommit=True)
+    try:
+
+        def bare() -> None:
+            assert len(conn.execute("SELECT id, cwd, created_at, title FROM dsh.sessions").fetchall()) == count
+
+        def listing() -> None:
+            rows = store.list_sessions()
+            assert len(rows) == count and rows[0].title
+
+        baseline, value = interleaved(bare, listing)
+    finally:
+        conn.close()
+        store.close()
+    return Figure(
+        name="pg_list_sessions_10k",
+        value=value,
+        baseline=baseline,
+        target=3.0,
+        note="PostgresSessionStore.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, "
+        "title, same role under RLS",
+    )
+
+
+def append_flush_figure(database: Any) -> Figure:
+    import psycopg
+
+    store = database.open()
+    headers = [SessionHeader(id=f"turn-{i}", created_at=0, cwd="/bench") for i in range(12)]
+    batches = [(header, _turn(header)) for header in headers]  # built outside the timed region
+    pending = iter(batches)
+
+    def flush() -> None:
+        header, events = next(pending)
+        store.append(header, events)
+
+    flush()  # warm up the pool and the prepared statements
+    value = best_of(flush, repeat=9)
+    store.close()
+
+    with database.admin() as conn:
+        conn.execute("CREATE TABLE public.copy_baseline (LIKE dsh.events INCLUDING ALL)")
+        conn.execute(f"GRANT INSERT ON public.copy_baseline TO {database.user}")
+    lines = [e.to_line() for e in batches[0][1]]
+    conn = psycopg.connect(database.dsn(), autocommit=True)
+    keys = iter(range(1, 1_000_000))
+
+    def copy() -> None:
+        pk = next(keys)
+        with (
+            conn.transaction(),
+            conn.cursor() as cur,
+            cur.copy("COPY public.copy_baseline (session_pk, seq, line) FROM STDIN") as out,
+        ):
+            for seq, line in enumerate(lines):
+                out.write_row((pk, seq, line))
+
+    copy()
+    baseline = best_of(copy, repeat=9)
+    conn.close()
+    n = len(lines)
+    return Figure(
+        name="pg_append_flush_1000",
+        value=n / value,
+        baseline=n / baseline,
+        unit="events/s",
+        target=3.0,
+        higher_is_better=True,
+        note="PostgresSessionStore.append of a prebuilt 1,000-event turn (one transaction) vs one COPY of the same "
+        "rows into a table of the same layout",
+    )
+
+
+# -- load ---------------------------------------------------------------------------------------
+
+
+def _open(kind: str, target: str) -> Any:
+    if kind == "postgres":
+        from dsh_host.store.postgres import PostgresSessionStore
+
+        return PostgresSessionStore.open(target, pool_size=1)
+    from dsh_host.store.sqlite import SqliteSessionStore
+
+    return SqliteSessionStore.open(target)
+
+
+def _load_event(seq: int, turn: int, i: int) -> Event:
+    if i == 0:
+        return Event("turn/start", seq, 0, {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    if i == TURN_EVENTS - 1:
+        return Event("turn/end", seq, 0, {"turn": turn, "reason": {"kind": "completed"}})
+    if i % 10 == 1:
+        data = {"content": [{"type": "text", "text": f"message {seq}"}], "source": {"kind": "user"}}
+        return Event("user/message", seq, 0, data, "append")
+    return Event("assistant/chunk", seq, 0, {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "text": "x"}})
+
+
+def _writer(kind: str, target: str, session_id: str, deadline: float, out: Any) -> None:
+    store = _open(kind, target)
+    header = SessionHeader(id=session_id, created_at=0, cwd="/bench")
+    seq, errors, turn = 1, 0, 0  # the session was created with one event
+    try:
+        while time.time() < deadline:
+            turn += 1
+            events = [_load_event(seq + i, turn, i) for i in range(TURN_EVENTS)]
+            for start in range(0, TURN_EVENTS, BATCH):
+                try:
+                    store.append(header, events[start : start + BATCH])
+                except Exception as exc:  # noqa: BLE001 - every error is counted and reported
+                    errors += 1
+                    print(f"writer {session_id}: {exc}", file=sys.stderr)
+                    out.put(("writer", session_id, seq, errors))
+                    return
+            seq += TURN_EVENTS
+    finally:
+        store.close()
+    out.put(("writer", session_id, seq, errors))
+
+
+def _reader(kind: str, target: str, deadline: float, out: Any) -> None:
+    store = _open(kind, target)
+    reads = errors = 0
+    try:
+        while time.time() < deadline:
+            for row in store.list_sessions():
+                try:
+                    snapshot = store.read_surface(row.id)
+                    _, lines = store.read_lines(row.id)
+                    # The surface is one snapshot: exactly the fold of the log up to its seq.
+                    through = snapshot.captured_through_seq
+                    events = [event_from_json(json.loads(line), expected_seq=i) for i, line in enumerate(lines)]
+                    assert through is not None and len(events) > through, (through, len(events))
+                    assert [e["seq"] for e in snapshot.events] == list(fold(events[: through + 1]).nodes)
+                except Exception as exc:  # noqa: BLE001 - every error is counted and reported
+                    errors += 1
+                    print(f"reader: {type(exc).__name__}: {exc}", file=sys.stderr)
+                reads += 1
+    finally:
+        store.close()
+    out.put(("reader", None, reads, errors))
+
+
+def load_figure(kind: str, target: str, seconds: float) -> Figure:
+    """WRITERS writer and READERS reader processes for `seconds`; events/s, zero errors required."""
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    store = _open(kind, target)
+    for w in range(WRITERS):  # every session exists before the clock starts
+        store.append(SessionHeader(id=f"load-{w}", created_at=0, cwd="/bench"), [_load_event(0, 0, 1)])
+    store.close()
+    deadline = time.time() + 5 + seconds  # the processes start within the 5 s grace
+    procs = [
+        context.Process(target=_writer, args=(kind, target, f"load-{w}", deadline, out), daemon=True)
+        for w in range(WRITERS)
+    ]
+    procs += [context.Process(target=_reader, args=(kind, target, deadline, out), daemon=True) for _ in range(READERS)]
+    for proc in procs:
+        proc.start()
+    started = time.time()
+    results = [out.get(timeout=seconds + 120) for _ in procs]
+    elapsed = time.time() - started
+    for proc in procs:
+        proc.join(30)
+    written = {sid: seq for role, sid, seq, _ in results if role == "writer"}
+    errors = sum(e for *_, e in results)
+    reads = sum(n for role, _, n, _ in results if role == "reader")
+    # Every log holds exactly the events its writer committed: no loss, no duplicate, in order.
+    store = _open(kind, target)
+    try:
+        for sid, seq in written.items():
+            _, lines = store.read_lines(sid)
+            assert [json.loads(line)["seq"] for line in lines] == list(range(seq)), sid
+    finally:
+        store.close()
+    assert errors == 0, f"{errors} errors under load"
+    total = sum(written.values()) - len(written)  # less the events written before the clock started
+    return Figure(
+        name=f"{'pg' if kind == 'postgres' else 'sqlite'}_load_{round(seconds)}s",
+        value=total / elapsed,
+        baseline=reads / elapsed,
+        unit="events/s",
+        note=f"{WRITERS} writers ({TURN_EVENTS}-event turns in flushes of {BATCH}) + {READERS} readers "
+        f"(list, read_surface, read_lines, each checked) for {seconds:.0f} s: {total} events, {reads} checked "
+        "reads (baseline column: reads/s), 0 errors, no event lost or duplicated",
+    )
+
+
+def figures(workdir: Path) -> Iterator[Figure]:
+    server = _server(workdir)
+    if server is None:
+        return
+    seconds = float(os.environ.get("DSH_BENCH_LOAD_SECONDS", "60"))
+    try:
+        for figure in (read_surface_figure, list_sessions_figure, append_flush_figure):
+            database = server.database()
+            yield figure(database)
+            server.drop(database.name)
+        database = server.database()
+        yield load_figure("postgres", database.dsn(), seconds)
+        yield load_figure("sqlite", str(workdir / "load.sqlite3"), seconds)
+    finally:
+        server.cleanup()
