@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_host import SessionNotFound, StoreError
 from dsh_host.session.events import SessionHeader, event_from_json, surface_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
-from dsh_host.store.sqlite import SessionNotFound, StoreError
 from tests.store_backends import BACKENDS, make_backend
 
 # Its logs are built by hand (turnless fixtures, broken logs on purpose), not written by dsh.

@@ -10,6 +10,7 @@ import pytest
 
 from dsh_host.errors import ConfigError
 from dsh_host.session.events import SessionHeader
+from dsh_host.store.base import SessionNotFound, StoreError
 from dsh_host.store.postgres import (
     SCHEMA_VERSION,
     PostgresSessionStore,
@@ -17,7 +18,6 @@ from dsh_host.store.postgres import (
     connection_settings,
     init_schema,
 )
-from dsh_host.store.sqlite import SessionNotFound, StoreError
 
 
 @pytest.fixture
@@ -260,8 +260,9 @@ def test_connection_failures_are_one_line_naming_the_cause(postgres_database, mo
         ({"dsn": "postgresql://u:secret@h/db"}, "must not hold a password"),
         ({"dsn": "host=h port"}, "dsn is not valid"),
         ({"dsn": 5}, "dsn must be a string"),
-        ({"dsn": "", "pool_size": 0}, "pool_size must be a positive integer"),
-        ({"dsn": "", "statement_timeout_ms": -1}, "statement_timeout_ms must be a non-negative integer"),
+        ({"dsn": "", "pool_size": 0}, "pool_size must be an integer"),
+        ({"dsn": "", "statement_timeout_ms": -1}, "statement_timeout_ms must be an integer"),
+        ({"dsn": "", "password": "x"}, "unknown key 'password'"),
     ],
 )
 def test_bad_settings_are_config_errors(table, message):

@@ -77,7 +77,7 @@ class Host:
         host = cls(config if config is not None else load_config())
         if session_query:
             host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
-        names = loading.resolve_names(host.config.plugin_names, host.installed)
+        names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
             if name in objects:

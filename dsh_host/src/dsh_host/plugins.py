@@ -81,8 +81,22 @@ def _entry_point(name: str) -> metadata.EntryPoint:
     raise KeyError(name)
 
 
-def resolve_names(configured: list[str] | None, installed: Mapping[str, InstalledPlugin]) -> list[str]:
-    """The plugins to mount: the configured list, or the installed standard features."""
+def resolve_names(
+    configured: list[str] | None, installed: Mapping[str, InstalledPlugin], store: str | None = None
+) -> list[str]:
+    """The plugins to mount: the configured list, or the installed standard features.
+
+    The plugin `store-<store>` of the configured store, when one is installed, comes first
+    (a store's plugin is mounted exactly when its store is the one in use).
+    """
+    names = _resolve_configured(configured, installed)
+    store_plugin = f"store-{store}"
+    if store is not None and store_plugin in installed and store_plugin not in names:
+        names.insert(0, store_plugin)
+    return names
+
+
+def _resolve_configured(configured: list[str] | None, installed: Mapping[str, InstalledPlugin]) -> list[str]:
     if configured is None:
         return [name for name in DEFAULT_PLUGINS if name in installed]
     seen: set[str] = set()

@@ -1,21 +1,23 @@
-"""`dsh sessions list|show|export|import`."""
+"""`dsh sessions list|show|export|import|check`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 import click
 
-from dsh_host.errors import DshError
+from dsh_host.errors import ConfigError, DshError
 from dsh_host.host import Host
 from dsh_host.jstext import iso_utc
 from dsh_host.query import record_json
 from dsh_host.session.check import Violation, check_log
-from dsh_host.session.jsonl import InvalidLog, export_lines, read_log_file
-from dsh_host.session.surface import fold
+from dsh_host.session.events import SessionHeader
+from dsh_host.session.jsonl import InvalidLog, export_lines, read_logs
 from dsh_host.store.base import SessionNotFound, StoreError
 from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
 
@@ -107,51 +109,84 @@ def describe_event(event: dict) -> str:
 
 
 @sessions.command()
-@click.argument("session_id")
+@click.argument("session_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Every session you can read, one log after another, newest first.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
 @click.pass_obj
-def export(host: Host, session_id: str, output: Path | None) -> None:
-    """Write a session as JSONL (header line, then one event a line)."""
+def export(host: Host, session_id: str | None, every: bool, output: Path | None) -> None:
+    """Write a session as JSONL (header line, then one event a line); `--all` writes every one.
+
+    `dsh sessions import` reads what `--all` writes, so the pair moves sessions between stores.
+    """
+    if every == (session_id is not None):
+        raise ConfigError("dsh sessions export: name one SESSION_ID or give --all")
+    logs = _every_log(host) if every else [_one_log(host, session_id)]
+    if output is None:
+        _write_logs(sys.stdout, logs)
+        sys.stdout.flush()
+    else:
+        with open(output, "w", encoding="utf-8", newline="\n") as fh:
+            _write_logs(fh, logs)
+
+
+def _one_log(host: Host, session_id: str) -> tuple[SessionHeader, list[str]]:
     try:
-        header, lines = host.store.read_lines(session_id)
+        return host.store.read_lines(session_id)
     except SessionNotFound as exc:
         live = host.sessions.get(session_id)
         if live is None:
             raise DshError(str(exc)) from None
-        header, lines = live.header, [e.to_line() for e in live.events]
-    chunks = export_lines(header, lines)
-    if output is None:
-        out = sys.stdout
-        for chunk in chunks:
-            out.write(chunk)
-        out.flush()
-    else:
-        with open(output, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(chunks)
+        return live.header, [e.to_line() for e in live.events]
+
+
+def _every_log(host: Host) -> Iterator[tuple[SessionHeader, list[str]]]:
+    for row in host.store.list_sessions():
+        yield host.store.read_lines(row.id)
+
+
+def _write_logs(out: TextIO, logs: Iterable[tuple[SessionHeader, list[str]]]) -> None:
+    for header, lines in logs:
+        out.writelines(export_lines(header, lines))
 
 
 @sessions.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--replace", is_flag=True, help="Overwrite a session whose id already exists.")
 @click.pass_obj
 def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
-    """Import JSONL logs, validating every line first (a bad file imports nothing).
+    """Import JSONL logs (`-` reads stdin), validating every line first (a bad file imports nothing).
 
-    Each bad file gets one error line; when several files were named, a last line counts them.
+    A file may hold several logs one after another, as `dsh sessions export --all` writes them.
+    Each failure gets one error line; unless one file of one log was named, a last line counts
+    the files not (wholly) imported.
     """
+    store = host.store  # a store that cannot be opened fails the command, before any file is read
     failures = 0
     for path in files:
         try:
-            parsed = read_log_file(path)
-            fold(parsed.events)
-            host.store.import_log(parsed.header, parsed.events, replace=replace)
-        except (InvalidLog, StoreError) as exc:
+            logs = (
+                read_logs(sys.stdin.buffer.read, "<stdin>")
+                if str(path) == "-"
+                else read_logs(path.read_bytes, str(path))
+            )
+        except InvalidLog as exc:
             if len(files) == 1:
                 raise ImportFailed(display_text(str(exc))) from None
             failures += 1
             click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
             continue
-        click.echo(f"imported {display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
+        failed = False
+        for parsed in logs:
+            try:
+                store.import_log(parsed.header, parsed.events, replace=replace)
+            except StoreError as exc:
+                if len(files) == 1 and len(logs) == 1:
+                    raise ImportFailed(display_text(str(exc))) from None
+                failed = True
+                click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
+                continue
+            click.echo(f"imported {display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
+        failures += failed
     if failures:
         raise ImportFailed(f"{failures} of {len(files)} file(s) not imported")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,12 +34,15 @@ def _strict_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_log(lines: Iterable[str], *, name: str = "<log>") -> ParsedLog:
-    """Validate a whole log; raise InvalidLog naming `name` and the 1-based line number."""
+def parse_log(lines: Iterable[str], *, name: str = "<log>", first_line: int = 1) -> ParsedLog:
+    """Validate a whole log; raise InvalidLog naming `name` and the 1-based line number.
+
+    `first_line` is the number of the log's first line in its file (a file may hold several).
+    """
     header: SessionHeader | None = None
     events: list[Event] = []
     surface = Surface()
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first_line):
         if not line.endswith("\n") and line:
             raise InvalidLog(f"{name}:{number}: torn final line (no newline)")
         text = line.rstrip("\n")
@@ -67,17 +70,49 @@ def parse_log(lines: Iterable[str], *, name: str = "<log>") -> ParsedLog:
 
 
 def read_log_file(path: Path) -> ParsedLog:
+    return parse_log(_lines(path.read_bytes, str(path)), name=str(path))
+
+
+def read_logs(read: Callable[[], bytes], name: str) -> list[ParsedLog]:
+    """Every log of a file holding one or more, one after another (as `export --all` writes them).
+
+    Each log starts at its header line; all of them are validated before any is returned.
+    """
+    logs: list[ParsedLog] = []
+    chunk: list[str] = []
+    start = 1
+    for number, line in enumerate(_lines(read, name), start=1):
+        if chunk and _is_header(line):
+            logs.append(parse_log(chunk, name=name, first_line=start))
+            chunk, start = [], number
+        chunk.append(line)
+    logs.append(parse_log(chunk, name=name, first_line=start))
+    return logs
+
+
+def _is_header(line: str) -> bool:
+    # Only a line that mentions "session" can be a header: parse just those.
+    if '"session"' not in line:
+        return False
     try:
-        data = path.read_bytes()
+        raw = json.loads(line)
+    except ValueError:
+        return False  # parse_log reports it with its line number
+    return isinstance(raw, dict) and raw.get("type") == "session" and "seq" not in raw
+
+
+def _lines(read: Callable[[], bytes], name: str) -> io.StringIO:
+    try:
+        data = read()
     except OSError as exc:
-        raise InvalidLog(f"{path}: {exc.strerror}") from None
+        raise InvalidLog(f"{name}: {exc.strerror}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidLog(f"{path}: not valid UTF-8 at byte {exc.start}") from None
+        raise InvalidLog(f"{name}: not valid UTF-8 at byte {exc.start}") from None
     # Lines end at LF alone: `str.splitlines` also breaks at U+2028, U+0085, VT, FF and the like,
     # which JSON.stringify leaves raw inside strings.
-    return parse_log(io.StringIO(text, newline="\n"), name=str(path))
+    return io.StringIO(text, newline="\n")
 
 
 def export_lines(header: SessionHeader, event_lines: Iterable[str]) -> Iterator[str]:

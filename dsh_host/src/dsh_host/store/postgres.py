@@ -52,16 +52,12 @@ from psycopg import conninfo, errors
 from dsh_host.errors import ConfigError
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import CandidateRow, SearchCancelled
+from dsh_host.settings import read_int, read_str, reject_unknown
+from dsh_host.store.base import CandidateRow, SearchCancelled, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.search import body_words, name_needle, searchable_condition
-from dsh_host.store.sqlite import (
-    SessionNotFound,
-    SessionRow,
-    StoredTitle,
-    StoreError,
-    _json_text,
-    header_from_row,
-)
+
+# The header and event lines are the same JSON text as in SQLite, made and read the same way.
+from dsh_host.store.sqlite import _json_text, header_from_row
 
 SCHEMA_VERSION = 2
 SCHEMA = "dsh"
@@ -306,23 +302,17 @@ def _one_line(exc: BaseException) -> str:
 
 def connection_settings(table: Mapping[str, Any]) -> tuple[str, int, int]:
     """(dsn, pool size, statement timeout in ms) from a `[stores.postgres]` table, validated."""
-    dsn = table.get("dsn", "")
-    if not isinstance(dsn, str):
-        raise ConfigError("[stores.postgres] dsn must be a string (libpq conninfo or URI)")
+    name = "stores.postgres"
+    reject_unknown(name, table, ("dsn", "pool_size", "statement_timeout_ms"))
+    dsn = read_str(name, table, "dsn", "")
     try:
         params = conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"[stores.postgres] dsn is not valid: {_one_line(exc)}") from None
+        raise ConfigError(f"[{name}] dsn is not valid: {_one_line(exc)}") from None
     if "password" in params:
-        raise ConfigError(
-            "[stores.postgres] dsn must not hold a password: set PGPASSWORD or use a pgpass file (~/.pgpass)"
-        )
-    pool_size = table.get("pool_size", DEFAULT_POOL_SIZE)
-    if type(pool_size) is not int or pool_size < 1:
-        raise ConfigError("[stores.postgres] pool_size must be a positive integer")
-    timeout = table.get("statement_timeout_ms", DEFAULT_STATEMENT_TIMEOUT_MS)
-    if type(timeout) is not int or timeout < 0:
-        raise ConfigError("[stores.postgres] statement_timeout_ms must be a non-negative integer (0: none)")
+        raise ConfigError(f"[{name}] dsn must not hold a password: set PGPASSWORD or use a pgpass file (~/.pgpass)")
+    pool_size = read_int(name, table, "pool_size", DEFAULT_POOL_SIZE, minimum=1)
+    timeout = read_int(name, table, "statement_timeout_ms", DEFAULT_STATEMENT_TIMEOUT_MS, minimum=0)
     return dsn, pool_size, timeout
 
 
