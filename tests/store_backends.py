@@ -8,6 +8,7 @@ needs to look inside (the SQL a call ran, whether it read rows by key, overwriti
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,6 +140,18 @@ def _accesses(node: dict[str, Any]) -> Iterator[str]:
         yield f"{node['Node Type']} {node['Relation Name']}"
     for child in node.get("Plans", ()):
         yield from _accesses(child)
+
+
+def store_config(path: Path, backend: SqliteBackend | PostgresBackend, *, plugins: tuple[str, ...] = ()) -> Path:
+    """Write a dsh configuration file that selects `backend`'s store (and mounts `plugins`)."""
+    lines = ["[host]", f"plugins = {json.dumps(list(plugins))}", f"data_dir = {json.dumps(str(path.parent))}"]
+    if backend.name == "sqlite":
+        lines += ['store = "sqlite"', "[stores.sqlite]", f"path = {json.dumps(str(backend.path))}"]
+    else:
+        lines += ['store = "postgres"', "[stores.postgres]", f"dsn = {json.dumps(backend.database.dsn())}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    return path
 
 
 def make_backend(name: str, directory: Path, request: pytest.FixtureRequest) -> SqliteBackend | PostgresBackend:

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Two plain corpus tests and one parametrized by the logs (one `corpus-missing` case without them).
+# Two plain corpus tests and one parametrized by the logs and the store (without the logs, one
+# `corpus-missing` case per store).
 MODULE = "tests/dsh_host/test_jsonl_reference_logs.py"
 
 
@@ -34,13 +35,13 @@ def run_without_corpus(empty: Path, **extra: str) -> subprocess.CompletedProcess
 def test_a_missing_corpus_skips_its_tests_saying_where_it_was_looked_for(tmp_path):
     done = run_without_corpus(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 skipped" in done.stdout and "passed" not in done.stdout and "error" not in done.stdout
+    assert "4 skipped" in done.stdout and "passed" not in done.stdout and "error" not in done.stdout
     reason = f"reference logs missing: no *.jsonl in {tmp_path} (from $DSH_REFERENCE_LOGS_DIR)"
-    assert done.stdout.count(reason) == 3, done.stdout
+    assert done.stdout.count(reason) == 3, done.stdout  # -rs folds the two store cases into one line
 
 
 def test_a_missing_corpus_fails_when_it_is_required(tmp_path):
     done = run_without_corpus(tmp_path, DSH_REQUIRE_REFERENCE_LOGS="1")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "3 errors" in done.stdout and "skipped" not in done.stdout
+    assert "4 errors" in done.stdout and "skipped" not in done.stdout
     assert "DSH_REQUIRE_REFERENCE_LOGS is set, so they are required" in done.stdout

@@ -1,4 +1,5 @@
-"""Every reference log imports, exports equal to its input, and folds to the spec's surface.
+"""Every reference log imports, exports equal to its input, and folds to the spec's surface, on
+every store (SQLite and PostgreSQL).
 
 The logs (the `reference_logs` corpus of tests/conftest.py) were written by the reference
 implementation's own tests and carry event types this project never writes (approvals, hooks, todo lists,
@@ -18,6 +19,7 @@ from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import event_from_json
 from dsh_host.session.surface import SURFACE_TYPES, fold
+from tests.store_backends import BACKENDS, make_backend, store_config
 
 
 def naive_surface(raws: list[dict]) -> list[int]:
@@ -36,22 +38,26 @@ def naive_surface(raws: list[dict]) -> list[int]:
     return nodes
 
 
-@pytest.fixture(scope="module")
-def imported(reference_logs, tmp_path_factory):
-    """All reference logs imported with one `dsh sessions import` into a fresh DSH_HOME."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def imported(request, reference_logs, tmp_path_factory):
+    """All reference logs imported with one `dsh sessions import` into a fresh store of each kind.
+
+    Returns the configuration file that selects that store.
+    """
     home = tmp_path_factory.mktemp("reference-home")
+    config = store_config(home / "dsh.toml", make_backend(request.param, home, request))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSH_HOME", str(home))
-        mp.setenv("DSH_LOAD_PLUGINS", "")
+        mp.delenv("DSH_HOME", raising=False)
+        mp.delenv("DSH_LOAD_PLUGINS", raising=False)
         mp.delenv("DSH_CONFIG", raising=False)
         mp.chdir(home)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["sessions", "import", *map(str, reference_logs)])
+            code = main(["--config", str(config), "sessions", "import", *map(str, reference_logs)])
     assert code == 0, err.getvalue()
     assert err.getvalue() == ""
     assert len(out.getvalue().splitlines()) == len(reference_logs)
-    return home
+    return config
 
 
 def test_there_are_80_reference_logs(reference_logs):
@@ -59,8 +65,8 @@ def test_there_are_80_reference_logs(reference_logs):
 
 
 def test_reference_log_round_trips_and_folds(imported, reference_log, tmp_path, monkeypatch):
-    monkeypatch.setenv("DSH_HOME", str(imported))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
+    monkeypatch.delenv("DSH_HOME", raising=False)
+    monkeypatch.delenv("DSH_LOAD_PLUGINS", raising=False)
     monkeypatch.delenv("DSH_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     source_lines = reference_log.read_text("utf-8").splitlines()
@@ -68,7 +74,7 @@ def test_reference_log_round_trips_and_folds(imported, reference_log, tmp_path, 
     session_id = source[0]["id"]
 
     exported = tmp_path / "out.jsonl"
-    assert main(["sessions", "export", session_id, "-o", str(exported)]) == 0
+    assert main(["--config", str(imported), "sessions", "export", session_id, "-o", str(exported)]) == 0
     text = exported.read_text("utf-8")
     assert text.endswith("\n")
     out_lines = text.splitlines()
@@ -90,7 +96,7 @@ def test_reference_log_round_trips_and_folds(imported, reference_log, tmp_path, 
     events = [event_from_json(raw, expected_seq=i) for i, raw in enumerate(source[1:])]
     nodes = list(fold(events).nodes)
     assert nodes == naive_surface(source[1:])
-    with Host.start(load_config(env={"DSH_HOME": str(imported), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as host:
+    with Host.start(load_config(imported, env={}, cwd=tmp_path)) as host:
         surface = host.store.read_surface(session_id)
         assert [e["seq"] for e in surface.events] == nodes
         assert surface.events == [source[1 + seq] for seq in nodes]

@@ -4,24 +4,20 @@ The host mounts it when `[host] store = "postgres"` (and only then), so psycopg 
 only by hosts that use PostgreSQL; it comes with the extra `dsh-host[postgres]`. It registers
 the store `postgres` (configured by `[stores.postgres]`: `dsn`, `pool_size`,
 `statement_timeout_ms`) and the commands `dsh store init`, `dsh sessions share` and
-`dsh sessions unshare`.
+`dsh sessions unshare` (in `dsh_host.cli.store_postgres`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import click
-
-from dsh_host.errors import ConfigError, DshError
+from dsh_host.errors import ConfigError
 from dsh_host.hookspecs import hookimpl
-from dsh_host.store.base import SessionNotFound
-from dsh_host.tui.terminal_text import display_inline_text
 
 STORE = "postgres"
 
 
-def _postgres() -> Any:
+def postgres_module() -> Any:
     """The store module, or a ConfigError saying how to install it."""
     try:
         from dsh_host.store import postgres
@@ -34,7 +30,7 @@ def _postgres() -> Any:
 
 def open_postgres_store(host: Any, table: dict[str, Any]) -> Any:
     """`[stores.postgres]`: `dsn` (libpq; no password), `pool_size`, `statement_timeout_ms`."""
-    return _postgres().PostgresSessionStore.from_table(table)
+    return postgres_module().PostgresSessionStore.from_table(table)
 
 
 @hookimpl
@@ -42,58 +38,11 @@ def dsh_register_stores(register):
     register(STORE, open_postgres_store)
 
 
-@click.group("store")
-def store_group() -> None:
-    """Manage the session store's database."""
-
-
-@store_group.command("init")
-@click.option("--dsn", help="Connect with this DSN instead of [stores.postgres] dsn (a role owning the database).")
-@click.pass_obj
-def init(host: Any, dsn: str | None) -> None:
-    """Create or upgrade the dsh schema (idempotent, one transaction; run as the database's owner)."""
-    postgres = _postgres()
-    table = host.config.store_table(STORE)
-    if dsn is not None:
-        table = {**table, "dsn": dsn}
-    conninfo, _, _ = postgres.connection_settings(table)
-    before, after = postgres.init_schema(conninfo)
-    if before is None:
-        click.echo(f"dsh store init: created the dsh schema, version {after}")
-    elif before == after:
-        click.echo(f"dsh store init: the dsh schema is up to date (version {after})")
-    else:
-        click.echo(f"dsh store init: upgraded the dsh schema from version {before} to {after}")
-
-
-@click.command("share")
-@click.argument("session_id")
-@click.argument("role")
-@click.pass_obj
-def share(host: Any, session_id: str, role: str) -> None:
-    """Let members of ROLE read SESSION_ID (list, show, export, reference); it stays yours to change."""
-    _share(host, session_id, role)
-    click.echo(f"shared {display_inline_text(session_id)} with {display_inline_text(role)} (read-only)")
-
-
-@click.command("unshare")
-@click.argument("session_id")
-@click.pass_obj
-def unshare(host: Any, session_id: str) -> None:
-    """Make SESSION_ID private again: only you can see it."""
-    _share(host, session_id, None)
-    click.echo(f"{display_inline_text(session_id)} is private")
-
-
-def _share(host: Any, session_id: str, role: str | None) -> None:
-    try:
-        host.store.share(session_id, role)
-    except SessionNotFound as exc:
-        raise DshError(str(exc)) from None
-
-
 @hookimpl
 def dsh_register_commands(cli):
+    # Imported here: the command module imports this one.
+    from dsh_host.cli.store_postgres import share, store_group, unshare
+
     cli.add_command(store_group)
     sessions = cli.commands["sessions"]
     sessions.add_command(share)
