@@ -195,6 +195,47 @@ def test_init_is_idempotent_and_every_session_table_has_forced_rls(postgres_data
     assert version == [(str(SCHEMA_VERSION),)]
 
 
+def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server, log_builder):
+    from dsh_host.store.postgres import _MIGRATIONS
+
+    database = postgres_server.database()
+    try:
+        with database.admin() as conn:  # the database as the first dsh to ship this store left it
+            conn.execute("DROP SCHEMA dsh CASCADE")
+            conn.execute(f"SET ROLE {database.owner}")
+            conn.execute("CREATE SCHEMA dsh")
+            conn.execute(_MIGRATIONS[0])
+            conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '1')")
+            conn.execute("RESET ROLE")
+        with psycopg.connect(database.dsn(), autocommit=True) as conn:  # a session its user wrote then
+            (pk,) = conn.execute(
+                "INSERT INTO dsh.sessions (id, created_at, cwd, header, next_seq, next_ord, title, title_seq, "
+                "title_time) VALUES ('old', 5, '/w', %s, 1, 1, 'Old Title', 0, 0) RETURNING pk",
+                ('{"type":"session","version":0,"id":"old","createdAt":5,"cwd":"/w","delegationDepth":0}',),
+            ).fetchone()
+            line = log_builder.events([log_builder.user(0, "kept")])[0].to_line()
+            conn.execute("INSERT INTO dsh.events VALUES (%s, 0, %s)", (pk, line))
+            conn.execute(
+                "INSERT INTO dsh.surface (session_pk, ord, seq, type, source_kind, text) "
+                "VALUES (%s, 0, 0, 'user/message', 'user', 'kept')",
+                (pk,),
+            )
+        with pytest.raises(StoreUnavailable, match="older than this dsh"):
+            database.open()
+        assert init_schema(database.dsn(database.owner)) == (1, SCHEMA_VERSION)
+        store = database.open()
+        try:
+            assert store.list_sessions() == [("old", 5, "/w", "Old Title")]
+            found = store.search_candidates("old ti", target_id=None, target_cwd=None, limit=5)
+            assert [row.id for row in found] == ["old"]
+            store.append(SessionHeader(id="old", created_at=5, cwd="/w"), log_builder.events([log_builder.user(1)]))
+            assert [e["seq"] for e in store.read_surface("old").events] == [0, 1]
+        finally:
+            store.close()
+    finally:
+        postgres_server.drop(database.name)
+
+
 def test_an_ordinary_role_cannot_init_and_nothing_is_created(postgres_server):
     database = postgres_server.database()
     try:

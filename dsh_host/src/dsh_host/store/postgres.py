@@ -59,7 +59,7 @@ from dsh_host.store.search import body_words, name_needle, searchable_condition
 # The header and event lines are the same JSON text as in SQLite, made and read the same way.
 from dsh_host.store.sqlite import _json_text, header_from_row
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = "dsh"
 DEFAULT_POOL_SIZE = 4
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
@@ -88,7 +88,6 @@ CREATE TABLE dsh.sessions (
     raw_surface_text boolean NOT NULL DEFAULT false
 );
 CREATE INDEX sessions_newest_first ON dsh.sessions (created_at DESC, id);
-CREATE INDEX sessions_with_raw_text ON dsh.sessions (pk) WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL;
 CREATE TABLE dsh.events (
     session_pk bigint NOT NULL,
     seq bigint NOT NULL,
@@ -124,35 +123,18 @@ CREATE FUNCTION dsh.readable(bigint) RETURNS boolean LANGUAGE sql STABLE
     RETURN (SELECT true FROM dsh.sessions s WHERE s.pk = $1);
 CREATE FUNCTION dsh.owned(bigint) RETURNS boolean LANGUAGE sql STABLE
     RETURN (SELECT s.owner = current_user FROM dsh.sessions s WHERE s.pk = $1);
--- Rows are added only to sessions the role owns. A per-row policy check would cost a lookup per
--- row, several times the insert itself for a flush of a thousand events; this statement-level
--- check looks each distinct session up once, and aborts the whole statement otherwise.
-CREATE FUNCTION dsh.check_owned() RETURNS trigger LANGUAGE plpgsql AS $f$
-BEGIN
-    IF EXISTS (SELECT FROM (SELECT DISTINCT session_pk FROM added) a WHERE dsh.owned(a.session_pk) IS NOT TRUE)
-    THEN
-        RAISE EXCEPTION 'rows added to dsh.% belong to a session this role does not own', TG_TABLE_NAME
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN NULL;
-END
-$f$;
 
 ALTER TABLE dsh.events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dsh.events FORCE ROW LEVEL SECURITY;
 CREATE POLICY readable ON dsh.events FOR SELECT USING (dsh.readable(session_pk));
-CREATE POLICY added ON dsh.events FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
+CREATE POLICY written ON dsh.events FOR INSERT WITH CHECK (dsh.owned(session_pk));
 CREATE POLICY deleted ON dsh.events FOR DELETE USING (dsh.owned(session_pk));
-CREATE TRIGGER owned AFTER INSERT ON dsh.events REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
 
 ALTER TABLE dsh.surface ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dsh.surface FORCE ROW LEVEL SECURITY;
 CREATE POLICY readable ON dsh.surface FOR SELECT USING (dsh.readable(session_pk));
-CREATE POLICY added ON dsh.surface FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
+CREATE POLICY written ON dsh.surface FOR INSERT WITH CHECK (dsh.owned(session_pk));
 CREATE POLICY deleted ON dsh.surface FOR DELETE USING (dsh.owned(session_pk));
-CREATE TRIGGER owned AFTER INSERT ON dsh.surface REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
 
 -- Ordinary roles need no DDL: row-level security decides what each one reads and writes.
 GRANT USAGE ON SCHEMA dsh TO PUBLIC;
@@ -167,6 +149,31 @@ GRANT UPDATE (title_folded) ON dsh.sessions TO PUBLIC;
 ALTER TABLE dsh.surface ADD COLUMN search tsvector GENERATED ALWAYS AS
     (CASE WHEN {searchable_condition("")} THEN to_tsvector('simple', text) END) STORED;
 CREATE INDEX surface_search ON dsh.surface USING gin (search);
+""",
+    """
+-- Rows are added only to sessions the role owns. A per-row policy check would cost a lookup per
+-- row, several times the insert itself for a flush of a thousand events; this statement-level
+-- check looks each distinct session up once, and aborts the whole statement otherwise.
+CREATE FUNCTION dsh.check_owned() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    IF EXISTS (SELECT FROM (SELECT DISTINCT session_pk FROM added) a WHERE dsh.owned(a.session_pk) IS NOT TRUE)
+    THEN
+        RAISE EXCEPTION 'rows added to dsh.% belong to a session this role does not own', TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$f$;
+DROP POLICY written ON dsh.events;
+DROP POLICY written ON dsh.surface;
+CREATE POLICY added ON dsh.events FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
+CREATE POLICY added ON dsh.surface FOR INSERT WITH CHECK (true);  -- checked by the owned trigger
+CREATE TRIGGER owned AFTER INSERT ON dsh.events REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
+CREATE TRIGGER owned AFTER INSERT ON dsh.surface REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
+-- The rare sessions whose cwd or title only bytea could hold, which a listing reads apart.
+CREATE INDEX sessions_with_raw_text ON dsh.sessions (pk) WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL;
 """,
 )
 # Python steps of a migration, by the version it creates, run after its statements.
