@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_host.host import Host
-from tests.dsh_session_reference.hosts import start_host
+from dsh_host import Host
+from dsh_host.testing import HostFactory
 
 USER = {"kind": "user"}
 COMPACT = {"kind": "plugin", "plugin": "compact"}
@@ -129,15 +128,12 @@ def logs() -> LogBuilder:
     return LogBuilder()
 
 
+MakeHost = Callable[..., Host]
+"""`make_host(**table)`: a host mounting only session-reference, with that table."""
+
+
 @pytest.fixture
-def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
-    """Start hosts mounting session-reference (`make_host(**table)`); all closed at teardown."""
-    hosts: list[Host] = []
-
-    def make(**table: Any) -> Host:
-        hosts.append(start_host(tmp_path, **table))
-        return hosts[-1]
-
-    yield make
-    for host in hosts:
-        host.close()
+def make_host(make_host: HostFactory) -> MakeHost:
+    """dsh_host.testing's `make_host`, narrowed: `make_host(**table)` mounts only session-reference
+    with `[plugins.session-reference]` = `table`."""
+    return lambda **table: make_host(["session-reference"], session_reference=table)

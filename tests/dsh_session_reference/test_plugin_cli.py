@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_host.cli.main import main
-from dsh_host.session.events import SessionHeader
-from dsh_host.session.session import Session
+from dsh_host import Session, SessionHeader
+from dsh_host.testing import DshRunner
 from dsh_session_reference import SessionReferenceService, format_mention, parse_text
-from tests.dsh_session_reference.hosts import start_host
+from tests.dsh_session_reference.conftest import MakeHost
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -23,21 +21,11 @@ USER = {"kind": "user"}
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A hermetic `dsh` environment: data under tmp, an empty config file, session-reference mounted."""
-    config = tmp_path / "empty.toml"
-    config.write_text("")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("DSH_CONFIG", str(config))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "session-reference")
-    return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+def ref(dsh_cli: DshRunner) -> DshRunner:
+    """`dsh` with session-reference mounted and its data where `make_host`'s hosts keep theirs."""
+    dsh_cli.plugins = ["session-reference"]
+    dsh_cli.home = dsh_cli.root / "data"
+    return dsh_cli
 
 
 def one_error_line(err: str) -> str:
@@ -47,9 +35,9 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-def seed(home: Path) -> None:
+def seed(make_host: MakeHost) -> None:
     """target (/work), source (/work, titled, two messages), other (/elsewhere)."""
-    host = start_host(home)
+    host = make_host()
     try:
         for session_id, cwd, created_at in (
             ("target", "/work", 1),
@@ -85,8 +73,8 @@ def seed(home: Path) -> None:
         host.close()
 
 
-def prepare_directly(home: Path, target_id: str, text: str) -> dict[str, Any]:
-    host = start_host(home)
+def prepare_directly(make_host: MakeHost, target_id: str, text: str) -> dict[str, Any]:
+    host = make_host()
     try:
         service: SessionReferenceService = host.services.session_references
 
@@ -119,12 +107,10 @@ def prepare_directly(home: Path, target_id: str, text: str) -> dict[str, Any]:
         ("unknown_key = 1", "unknown_key", "unknown key"),
     ],
 )
-def test_invalid_plugin_table_names_table_key_and_value(
-    home: Path, capsys: pytest.CaptureFixture[str], line: str, key: str, shown: str
-) -> None:
-    config = home / "bad.toml"
+def test_invalid_plugin_table_names_table_key_and_value(ref: DshRunner, line: str, key: str, shown: str) -> None:
+    config = ref.root / "bad.toml"
     config.write_text(f"[plugins.session-reference]\n{line}\n")
-    code, out, err = run(capsys, "--config", str(config), "plugins")
+    code, out, err = ref("--config", str(config), "plugins")
     assert code == 2
     assert out == ""
     message = one_error_line(err)
@@ -133,8 +119,8 @@ def test_invalid_plugin_table_names_table_key_and_value(
     assert message.endswith(f"got {shown}") or shown in message
 
 
-def test_valid_plugin_table_reaches_the_service(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    host = start_host(home, max_references=2, candidate_limit=7, max_reference_bytes=1234)
+def test_valid_plugin_table_reaches_the_service(ref: DshRunner, make_host: MakeHost) -> None:
+    host = make_host(max_references=2, candidate_limit=7, max_reference_bytes=1234)
     try:
         service = host.services.session_references
         assert isinstance(service, SessionReferenceService)
@@ -142,7 +128,7 @@ def test_valid_plugin_table_reaches_the_service(home: Path, capsys: pytest.Captu
         assert host.services.owner_of("session_references") == "session-reference"
     finally:
         host.close()
-    defaults = start_host(home)
+    defaults = make_host()
     try:
         service = defaults.services.session_references
         assert (service.max_references, service.candidate_limit, service.max_reference_bytes) == (
@@ -153,15 +139,15 @@ def test_valid_plugin_table_reaches_the_service(home: Path, capsys: pytest.Captu
     finally:
         defaults.close()
 
-    config = home / "good.toml"
+    config = ref.root / "good.toml"
     config.write_text("[plugins.session-reference]\nmax_references = 3\ncandidate_limit = 1\n")
-    code, out, err = run(capsys, "--config", str(config), "plugins", "--json")
+    code, out, err = ref("--config", str(config), "plugins", "--json")
     assert (code, err) == (0, "")
     assert "session-reference" in json.loads(out)["mounted"]
 
 
-def test_unmounting_removes_the_service(home: Path) -> None:
-    host = start_host(home)
+def test_unmounting_removes_the_service(make_host: MakeHost) -> None:
+    host = make_host()
     host.close()
     assert host.services.get("session_references") is None
 
@@ -169,30 +155,30 @@ def test_unmounting_removes_the_service(home: Path) -> None:
 # --- dsh ref uri / mention / parse ---------------------------------------------------------------
 
 
-def test_ref_uri(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "ref", "uri", "source") == (0, SOURCE_URI + "\n", "")
-    assert run(capsys, "ref", "uri", "") == (0, "dsh-session:IiI\n", "")
+def test_ref_uri(ref: DshRunner) -> None:
+    assert ref("ref", "uri", "source") == (0, SOURCE_URI + "\n", "")
+    assert ref("ref", "uri", "") == (0, "dsh-session:IiI\n", "")
     weird = 'unicode/引号"/slash\\/line\n'
-    assert run(capsys, "ref", "uri", weird) == (
+    assert ref("ref", "uri", weird) == (
         0,
         "dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i\n",
         "",
     )
 
 
-def test_ref_mention(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "ref", "mention", "source") == (0, "@[source](dsh-session:InNvdXJjZSI)\n", "")
-    assert run(capsys, "ref", "mention", "source-session", "--label", "Source session") == (
+def test_ref_mention(ref: DshRunner) -> None:
+    assert ref("ref", "mention", "source") == (0, "@[source](dsh-session:InNvdXJjZSI)\n", "")
+    assert ref("ref", "mention", "source-session", "--label", "Source session") == (
         0,
         "@[Source session](dsh-session:InNvdXJjZS1zZXNzaW9uIg)\n",
         "",
     )
-    assert run(capsys, "ref", "mention", "a]b\\c") == (0, "@[a\\]b\\\\c](dsh-session:ImFdYlxcYyI)\n", "")
+    assert ref("ref", "mention", "a]b\\c") == (0, "@[a\\]b\\\\c](dsh-session:ImFdYlxcYyI)\n", "")
 
 
-def test_ref_parse_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ref_parse_json(ref: DshRunner) -> None:
     text = f"compare {format_mention('source', '源]会话')} and {SOURCE_URI}."
-    code, out, err = run(capsys, "ref", "parse", text, "--json")
+    code, out, err = ref("ref", "parse", text, "--json")
     assert (code, err) == (0, "")
     assert out.endswith("\n") and out.count("\n") == 1
     assert json.loads(out) == {
@@ -204,11 +190,11 @@ def test_ref_parse_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     }
 
 
-def test_ref_parse_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "ref", "parse", "see @[Src](dsh-session:InNvdXJjZSI) now")
+def test_ref_parse_text(ref: DshRunner) -> None:
+    code, out, err = ref("ref", "parse", "see @[Src](dsh-session:InNvdXJjZSI) now")
     assert (code, err) == (0, "")
     assert out == 'see @Src now\n- "source" as "Src"\n'
-    assert run(capsys, "ref", "parse", "what is a dsh-session: URI?") == (
+    assert ref("ref", "parse", "what is a dsh-session: URI?") == (
         0,
         "what is a dsh-session: URI?\n",
         "",
@@ -216,10 +202,8 @@ def test_ref_parse_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("text", ["see dsh-session:IiJ", "@[bad](dsh-session:%%%)", "dsh-session:abc"])
-def test_ref_parse_invalid_mention_fails_with_the_code(
-    home: Path, capsys: pytest.CaptureFixture[str], text: str
-) -> None:
-    code, out, err = run(capsys, "ref", "parse", text, "--json")
+def test_ref_parse_invalid_mention_fails_with_the_code(ref: DshRunner, text: str) -> None:
+    code, out, err = ref("ref", "parse", text, "--json")
     assert code == 1
     assert out == ""
     message = one_error_line(err)
@@ -227,8 +211,8 @@ def test_ref_parse_invalid_mention_fails_with_the_code(
     assert message.endswith("(SESSION_REFERENCE_INVALID_REFERENCE)")
 
 
-def test_ref_parse_error_shows_the_cause(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "ref", "parse", "use dsh-session:IiJ")
+def test_ref_parse_error_shows_the_cause(ref: DshRunner) -> None:
+    code, _, err = ref("ref", "parse", "use dsh-session:IiJ")
     assert code == 1
     assert err == (
         'dsh: error: invalid session reference URI "dsh-session:IiJ": URI is not canonical '
@@ -239,26 +223,26 @@ def test_ref_parse_error_shows_the_cause(home: Path, capsys: pytest.CaptureFixtu
 # --- dsh ref candidates / preview -----------------------------------------------------------------
 
 
-def test_ref_candidates_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
-    code, out, err = run(capsys, "ref", "candidates", "--target", "target", "--json")
+def test_ref_candidates_json(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    code, out, err = ref("ref", "candidates", "--target", "target", "--json")
     assert (code, err) == (0, "")
     assert [json.loads(line) for line in out.splitlines()] == [
         {"sessionId": "source", "label": "Source chat", "cwd": "/work", "createdAt": 2},
         {"sessionId": "other", "label": "other", "cwd": "/elsewhere", "createdAt": 3},
     ]
-    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "chat", "--limit", "5", "--json")
+    code, out, _ = ref("ref", "candidates", "--target", "target", "chat", "--limit", "5", "--json")
     assert code == 0
     assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["source"]
-    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "--limit", "1", "--json")
+    code, out, _ = ref("ref", "candidates", "--target", "target", "--limit", "1", "--json")
     assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["source"]
-    code, out, _ = run(capsys, "ref", "candidates", "--target", "target", "ELSEWHERE", "--json")
+    code, out, _ = ref("ref", "candidates", "--target", "target", "ELSEWHERE", "--json")
     assert [json.loads(line)["sessionId"] for line in out.splitlines()] == ["other"]
 
 
-def test_ref_candidates_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
-    code, out, err = run(capsys, "ref", "candidates", "--target", "target")
+def test_ref_candidates_text(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    code, out, err = ref("ref", "candidates", "--target", "target")
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert len(lines) == 2
@@ -266,24 +250,24 @@ def test_ref_candidates_text(home: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert lines[1].split() == ["other", "/elsewhere", "other"]
 
 
-def test_ref_candidates_errors(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
-    code, out, err = run(capsys, "ref", "candidates", "--target", "target", "--limit", "0")
+def test_ref_candidates_errors(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    code, out, err = ref("ref", "candidates", "--target", "target", "--limit", "0")
     assert (code, out) == (1, "")
     assert one_error_line(err) == (
         "dsh: error: candidate limit must be a positive safe integer (SESSION_REFERENCE_INVALID_REFERENCE)"
     )
-    code, out, err = run(capsys, "ref", "candidates", "--target", "nobody")
+    code, out, err = ref("ref", "candidates", "--target", "nobody")
     assert (code, out) == (1, "")
     assert 'session "nobody" not found' in one_error_line(err)
 
 
-def test_ref_preview_json_is_exactly_what_prepare_returns(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
+def test_ref_preview_json_is_exactly_what_prepare_returns(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
     text = f"compare {format_mention('source', 'Source chat')} with {format_mention('other')}"
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    code, out, err = ref("ref", "preview", "--target", "target", text, "--json")
     assert (code, err) == (0, "")
-    expected = prepare_directly(home, "target", text)
+    expected = prepare_directly(make_host, "target", text)
     assert out == json.dumps(expected, ensure_ascii=False) + "\n"
     shown = json.loads(out)
     assert shown["content"] == [{"type": "text", "text": "compare @Source chat with @other"}]
@@ -293,19 +277,19 @@ def test_ref_preview_json_is_exactly_what_prepare_returns(home: Path, capsys: py
     assert "what is \\u003cx>?" in context["content"][0]["text"]
 
 
-def test_ref_preview_without_mentions_has_no_context(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", "just text", "--json")
+def test_ref_preview_without_mentions_has_no_context(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    code, out, err = ref("ref", "preview", "--target", "target", "just text", "--json")
     assert (code, err) == (0, "")
     assert json.loads(out) == {"content": [{"type": "text", "text": "just text"}], "contexts": []}
 
 
-def test_ref_preview_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
+def test_ref_preview_text(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
     text = f"use {format_mention('source')}"
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", text)
+    code, out, err = ref("ref", "preview", "--target", "target", text)
     assert (code, err) == (0, "")
-    prompt = prepare_directly(home, "target", text)["contexts"][0]["content"][0]["text"]
+    prompt = prepare_directly(make_host, "target", text)["contexts"][0]["content"][0]["text"]
     assert out == (f"content: use @source\ncontext (prompt-prefix, source session-reference):\n{prompt}\n")
 
 
@@ -327,22 +311,21 @@ def test_ref_preview_text(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     ],
 )
 def test_ref_preview_failures_print_one_error_with_the_code(
-    home: Path, capsys: pytest.CaptureFixture[str], text: str, code_name: str, needle: str
+    ref: DshRunner, make_host: MakeHost, text: str, code_name: str, needle: str
 ) -> None:
-    seed(home)
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    seed(make_host)
+    code, out, err = ref("ref", "preview", "--target", "target", text, "--json")
     assert (code, out) == (1, "")
     message = one_error_line(err)
     assert needle in message
     assert message.endswith(f"({code_name})")
 
 
-def test_ref_preview_budget_failure(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    seed(home)
-    config = home / "tiny.toml"
+def test_ref_preview_budget_failure(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    config = ref.root / "tiny.toml"
     config.write_text("[plugins.session-reference]\nmax_reference_bytes = 16\n")
-    code, out, err = run(
-        capsys,
+    code, out, err = ref(
         "--config",
         str(config),
         "ref",
@@ -358,19 +341,17 @@ def test_ref_preview_budget_failure(home: Path, capsys: pytest.CaptureFixture[st
     )
 
 
-def test_ref_is_absent_without_the_plugin(
-    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
-    code, out, err = run(capsys, "ref", "uri", "source")
+def test_ref_is_absent_without_the_plugin(ref: DshRunner) -> None:
+    ref.plugins = []
+    code, out, err = ref("ref", "uri", "source")
     assert code == 2
     assert out == ""
     assert one_error_line(err).startswith("dsh: error: ")
     assert "ref" in err
 
 
-def test_ref_preview_text_shows_source_controls_inert(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    host = start_host(home)
+def test_ref_preview_text_shows_source_controls_inert(ref: DshRunner, make_host: MakeHost) -> None:
+    host = make_host()
     try:
         for session_id in ("target", "loud"):
             session = Session(SessionHeader(id=session_id, created_at=0, cwd="/work"))
@@ -388,13 +369,13 @@ def test_ref_preview_text_shows_source_controls_inert(home: Path, capsys: pytest
         host.close()
     text = f"use {format_mention('loud')}"
 
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", text)
+    code, out, err = ref("ref", "preview", "--target", "target", text)
     assert (code, err) == (0, "")
     assert not any(ch in out for ch in "\x1b\x07\x9b\x7f")
     assert "\\u001b]2;owned\\u0007 \\x9b31m red \\x7f" in out
 
-    code, out, err = run(capsys, "ref", "preview", "--target", "target", text, "--json")
+    code, out, err = ref("ref", "preview", "--target", "target", text, "--json")
     assert (code, err) == (0, "")
     # Exactly what prepare returns, as a JSON value; DEL and C1 written as \u00XX escapes.
-    assert json.loads(out) == prepare_directly(home, "target", text)
+    assert json.loads(out) == prepare_directly(make_host, "target", text)
     assert not any(ch in out for ch in "\x9b\x7f")

@@ -9,18 +9,18 @@ assistant text, non-empty joined text only), not by calling the projection modul
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.jsonl import ParsedLog, read_log_file
 from dsh_host.session.surface import fold
 from dsh_session_reference import SessionReferenceService, tag_safe_json
+from tests.dsh_session_reference.conftest import MakeHost
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -34,13 +34,8 @@ def test_the_reference_logs_are_there(reference_logs: list[Path]) -> None:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    env = {"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-    started = Host.start(load_config(env=env, cwd=tmp_path))
-    try:
-        yield started
-    finally:
-        started.close()
+def host(make_host: MakeHost) -> Host:
+    return make_host()
 
 
 def joined_text(content: Any) -> str:

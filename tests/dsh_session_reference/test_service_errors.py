@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import SessionHeader
@@ -23,6 +21,7 @@ from dsh_session_reference import (
     SessionReferenceService,
     render_error_chain,
 )
+from tests.dsh_session_reference.conftest import MakeHost
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -111,11 +110,8 @@ def errors_after_gc(errors: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    config = tmp_path / "dsh.toml"
-    config.write_text("[plugins.session-reference]\nmax_references = 2\n")
-    env = {"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-    started = Host.start(load_config(config, env=env, cwd=tmp_path))
+def host(make_host: MakeHost) -> Host:
+    started = make_host(max_references=2)
     for session_id in ("one", "two"):
         session = Session(SessionHeader(id=session_id, created_at=0, cwd=f"/{session_id}"))
         session.append(
@@ -123,10 +119,7 @@ def host(tmp_path: Path) -> Iterator[Host]:
         )
         started.store.append(session.header, list(session.events))
     started.sessions.create("/target", "target")
-    try:
-        yield started
-    finally:
-        started.close()
+    return started
 
 
 async def prepare(host: Host, references: list[Any], cancel: Any = None):
