@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from dsh_compact.pairing import balanced_after, balanced_before
 from dsh_compact.summarizer import COMPACTION_INSTRUCTION
 from dsh_host.agent.agent import Agent
-from dsh_host.config import load_config
 from dsh_host.hookspecs import hookimpl
 from dsh_host.host import Host
 from dsh_host.models.base import ModelFailure, ModelRequest
@@ -25,6 +24,7 @@ from dsh_host.models.scripted import (
 )
 from dsh_host.session.session import Session
 from dsh_host.session.surface import classify
+from dsh_host.testing import HostFactory
 from dsh_host.tools.base import Tool, ToolResult
 
 Reply = Callable[[ModelRequest], list]
@@ -68,12 +68,6 @@ class ScriptedModels:
         register(Tool("probe", "Probe something.", {"type": "object", "properties": {}}, probe))
 
 
-def start_host(tmp_path: Path, plugins: str, toml: str = "") -> Host:
-    (tmp_path / "dsh.toml").write_text(toml)
-    env = {"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": plugins}
-    return Host.start(load_config(env=env, cwd=tmp_path))
-
-
 async def converse(host: Host, models: ScriptedModels, prompts: list[str]) -> Session:
     host.pm.register(models, name="test-models")
     session = host.sessions.create("/work", "s1", created_at=1)
@@ -92,7 +86,7 @@ def types_between(session: Session, first: int, last: int) -> list[str]:
     return [e.type for e in session.events[first + 1 : last]]
 
 
-async def test_post_step_pressure_compacts_after_the_tool_results(tmp_path) -> None:
+async def test_post_step_pressure_compacts_after_the_tool_results(make_host) -> None:
     models = ScriptedModels(
         [
             text_response("ok"),
@@ -102,8 +96,7 @@ async def test_post_step_pressure_compacts_after_the_tool_results(tmp_path) -> N
         summary="TOOL CHECKPOINT",
         window=1000,
     )
-    toml = "[plugins.compact]\nthreshold_ratio = 0.5\nretain_tokens = 180\n"
-    with start_host(tmp_path, "compact", toml) as host:
+    with make_host(["compact"], compact={"threshold_ratio": 0.5, "retain_tokens": 180}) as host:
         session = await converse(host, models, ["first " + "f" * 1594, "second " + "s" * 393])
     events = session.events
     start = next(e for e in events if e.type == "compact/start")
@@ -130,9 +123,9 @@ async def test_post_step_pressure_compacts_after_the_tool_results(tmp_path) -> N
     assert "shadowed" in classify(events).values()
 
 
-async def test_below_pressure_the_loop_never_compacts(tmp_path) -> None:
+async def test_below_pressure_the_loop_never_compacts(make_host) -> None:
     models = ScriptedModels([text_response("ok"), text_response("ok again")], summary="unused", window=100_000)
-    with start_host(tmp_path, "compact") as host:
+    with make_host(["compact"]) as host:
         session = await converse(host, models, ["hello", "again"])
     assert not [e for e in session.events if e.type.startswith("compact/")]
     assert models.summary_requests == []
@@ -150,11 +143,11 @@ class PreStepCompaction:
             await self.host.services.compact.compact_now(agent, retain_tokens=20, signal=signal)
 
 
-async def test_a_compaction_in_pre_step_is_in_that_steps_request_without_a_header_change(tmp_path) -> None:
+async def test_a_compaction_in_pre_step_is_in_that_steps_request_without_a_header_change(make_host) -> None:
     models = ScriptedModels(
         [text_response("noted"), text_response("answered")], summary="PRE-STEP CHECKPOINT", window=100_000
     )
-    with start_host(tmp_path, "compact", "[plugins.compact]\nauto = false\n") as host:
+    with make_host(["compact"], compact={"auto": False}) as host:
         host.pm.register(PreStepCompaction(host))
         session = await converse(host, models, ["OLD HISTORY SENTINEL " + "o" * 2000, "now answer"])
     request = json.dumps(models.conversation_requests[-1].messages)
@@ -174,13 +167,13 @@ IN_BAND_OVERFLOW = error_finish_response("prompt is too long", "CONTEXT_WINDOW_E
 
 
 @pytest.mark.parametrize("overflow", [overflow_once, IN_BAND_OVERFLOW], ids=["thrown", "in-band"])
-async def test_context_overflow_recovery_compacts_and_retries(tmp_path, overflow) -> None:
+async def test_context_overflow_recovery_compacts_and_retries(make_host, overflow) -> None:
     models = ScriptedModels(
         [text_response("noted"), overflow, text_response("recovered")],
         summary="RECOVERY CHECKPOINT",
         window=100_000,
     )
-    with start_host(tmp_path, "compact") as host:
+    with make_host(["compact"]) as host:
         session = await converse(host, models, ["OLD HISTORY SENTINEL " + "o" * 2000, "now answer"])
     assert len(models.conversation_requests) == 3  # turn 1, the failed request, the retry
     assert len(models.summary_requests) == 1
@@ -195,18 +188,18 @@ async def test_context_overflow_recovery_compacts_and_retries(tmp_path, overflow
     assert events[-1].type == "turn/end" and events[-1].data["reason"] == {"kind": "completed"}
 
 
-async def test_overflow_without_compact_mounted_fails_the_turn(tmp_path) -> None:
+async def test_overflow_without_compact_mounted_fails_the_turn(make_host) -> None:
     models = ScriptedModels([text_response("noted"), overflow_once], summary="unused", window=100_000)
-    with start_host(tmp_path, "") as host:
+    with make_host() as host:
         session = await converse(host, models, ["OLD HISTORY SENTINEL " + "o" * 2000, "now answer"])
     reason = session.events[-1].data["reason"]
     assert reason["kind"] == "error" and reason["failure"]["code"] == "CONTEXT_WINDOW_EXCEEDED"
     assert models.summary_requests == []
 
 
-async def test_auto_false_leaves_pressure_and_overflow_alone(tmp_path) -> None:
+async def test_auto_false_leaves_pressure_and_overflow_alone(make_host) -> None:
     models = ScriptedModels([text_response("noted"), overflow_once], summary="unused", window=1000)
-    with start_host(tmp_path, "compact", "[plugins.compact]\nauto = false\n") as host:
+    with make_host(["compact"], compact={"auto": False}) as host:
         session = await converse(host, models, ["OLD HISTORY SENTINEL " + "o" * 4000, "now answer"])
     assert not [e for e in session.events if e.type.startswith("compact/")]
     assert session.events[-1].data["reason"]["kind"] == "error"
@@ -230,26 +223,27 @@ def normalised_export(host: Host, session_id: str) -> str:
     return "\n".join(lines)
 
 
-async def run_pressure_conversation(tmp_path: Path, plugins: str, *, installed: bool = True) -> str:
+async def run_pressure_conversation(
+    make_host: HostFactory, data_dir: Path, plugins: str, *, installed: bool = True
+) -> str:
     """A conversation that compaction would relieve (window 1000), exported and normalised."""
-    tmp_path.mkdir()
     replies = [text_response("reply " + "r" * 300) for _ in range(4)]
     models = ScriptedModels(replies, summary="short", window=1000)
-    with start_host(tmp_path, plugins) as host:
+    with make_host([plugins] if plugins else [], data_dir=data_dir) as host:
         assert ("compact" in host.installed) is installed
         await converse(host, models, [f"prompt {i} " + "q" * 400 for i in range(4)])
         return normalised_export(host, "s1")
 
 
-async def test_unmounted_compact_writes_the_same_log_as_no_compact(tmp_path, monkeypatch) -> None:
+async def test_unmounted_compact_writes_the_same_log_as_no_compact(make_host, tmp_path, monkeypatch) -> None:
     from dsh_host import plugins
 
     # With compact mounted the conversation does compact: the comparison below is not vacuous.
-    mounted = await run_pressure_conversation(tmp_path / "mounted", "compact")
+    mounted = await run_pressure_conversation(make_host, tmp_path / "mounted", "compact")
     assert '"type":"compact/summary"' in mounted
-    unmounted = await run_pressure_conversation(tmp_path / "unmounted", "")
+    unmounted = await run_pressure_conversation(make_host, tmp_path / "unmounted", "")
     discover = plugins.discover
     monkeypatch.setattr(plugins, "discover", lambda: {k: v for k, v in discover().items() if k != "compact"})
-    not_installed = await run_pressure_conversation(tmp_path / "not-installed", "", installed=False)
+    not_installed = await run_pressure_conversation(make_host, tmp_path / "not-installed", "", installed=False)
     assert unmounted == not_installed
     assert '"compact/' not in unmounted

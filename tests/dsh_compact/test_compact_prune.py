@@ -16,12 +16,10 @@ from dsh_compact.listeners import AutoCompaction
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig, ToolResultPruner, measure_content, prune_content
 from dsh_compact.service import CompactionService
 from dsh_host import check_log
-from dsh_host.config import load_config
 from dsh_host.errors import ConfigError
-from dsh_host.host import Host
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.session import Session
-from tests.dsh_compact.test_compact_agent_loop import ScriptedModels, converse, start_host
+from tests.dsh_compact.test_compact_agent_loop import ScriptedModels, converse
 from tests.dsh_compact.test_compact_listeners import request_error
 
 CALL = {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}
@@ -265,24 +263,18 @@ async def test_after_an_overflow_the_prune_stays_when_the_summary_fails(fx) -> N
     assert check_log(session.header, session.events, [check_compactions]) == ()
 
 
-async def test_the_plugin_prunes_with_its_configuration(tmp_path) -> None:
-    toml = tmp_path / "dsh.toml"
-    toml.write_text("[plugins.compact.prune]\nthreshold_chars = 100\nhead_chars = 20\ntail_chars = 20\n", "utf-8")
-    env = {"DSH_HOME": str(tmp_path / "home"), "DSH_LOAD_PLUGINS": "compact"}
-    with Host.start(load_config(str(toml), env=env, cwd=tmp_path)) as host:
+async def test_the_plugin_prunes_with_its_configuration(make_host) -> None:
+    prune = {"threshold_chars": 100, "head_chars": 20, "tail_chars": 20}
+    with make_host(["compact"], compact={"prune": prune}) as host:
         assert host.services.compact.pruner.config == PruneConfig(100, 20, 20)
-    toml.write_text("[plugins.compact.prune]\nenabled = false\n", "utf-8")
-    with Host.start(load_config(str(toml), env=env, cwd=tmp_path)) as host:
+    with make_host(["compact"], compact={"prune": {"enabled": False}}) as host:
         assert host.services.compact.pruner is None
 
 
-async def test_in_the_agent_loop_a_prune_relieves_the_pressure_before_the_step_ends(tmp_path) -> None:
+async def test_in_the_agent_loop_a_prune_relieves_the_pressure_before_the_step_ends(make_host) -> None:
     models = ScriptedModels([tool_call_response("c1", "probe", {}), text_response("done")], "NO", window=1000)
-    toml = (
-        "[plugins.compact]\nthreshold_ratio = 0.5\nretain_tokens = 180\n"
-        "[plugins.compact.prune]\nthreshold_chars = 100\nhead_chars = 20\ntail_chars = 20\n"
-    )
-    with start_host(tmp_path, "compact", toml) as host:
+    prune = {"threshold_chars": 100, "head_chars": 20, "tail_chars": 20}
+    with make_host(["compact"], compact={"threshold_ratio": 0.5, "retain_tokens": 180, "prune": prune}) as host:
         session = await converse(host, models, ["first " + "f" * 1494])
     kinds = [e.type for e in session.events]
     assert "compact/start" not in kinds and models.summary_requests == []

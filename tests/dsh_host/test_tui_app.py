@@ -25,8 +25,8 @@ from prompt_toolkit.output.vt100 import Vt100_Output
 from rich.console import Console
 
 from dsh_host import hookimpl
-from dsh_host.config import load_config
 from dsh_host.host import Host
+from dsh_host.testing import HostFactory
 from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
 from dsh_session_reference import format_mention, parse_text, render_error_chain
 from dsh_session_reference.terminal import SessionCompletions
@@ -133,10 +133,6 @@ async def open_chat(
             await task
 
 
-def start_host(tmp_path: Path, plugins: str = "") -> Host:
-    return Host.start(load_config(env={"DSH_HOME": str(tmp_path / "home"), "DSH_LOAD_PLUGINS": plugins}, cwd=tmp_path))
-
-
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "workspace"
@@ -149,17 +145,13 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def ref_host(tmp_path: Path, workspace: Path):
-    host = start_host(tmp_path, "session-reference")
-    yield host
-    host.close()
+def ref_host(make_host: HostFactory, workspace: Path) -> Host:
+    return make_host(["session-reference"])
 
 
 @pytest.fixture
-def bare_host(tmp_path: Path, workspace: Path):
-    host = start_host(tmp_path)
-    yield host
-    host.close()
+def bare_host(make_host: HostFactory, workspace: Path) -> Host:
+    return make_host()
 
 
 def add_session(host: Host, session_id: str, cwd: str | None, created_at: int, *, title: str | None = None) -> Any:
