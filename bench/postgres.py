@@ -46,7 +46,7 @@ def _server(workdir: Path) -> Any:
             file=sys.stderr,
         )
         return None
-    from tests.postgres import PostgresServer
+    from dsh_host.testing.postgres import PostgresServer
 
     pgpass = workdir / "pgpass"
     pgpass.touch(mode=0o600)

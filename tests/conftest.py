@@ -100,5 +100,6 @@ def host(dsh_host: Host) -> Host:
     return dsh_host
 
 
-# PostgreSQL fixtures (tests/postgres.py) and the per-store parametrization (tests/store_backends.py).
-pytest_plugins = ["tests.postgres", "tests.store_backends"]
+# The per-store parametrization (tests/store_backends.py); the PostgreSQL fixtures it uses come
+# from dsh_host.testing's pytest plugin.
+pytest_plugins = ["tests.store_backends"]

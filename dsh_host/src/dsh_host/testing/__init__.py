@@ -9,6 +9,9 @@ so in any project that has dsh-host installed these fixtures are available witho
 - `dsh_host`: one such host with no plugins.
 - `dsh_cli`: run the `dsh` command line in-process in a hermetic environment (`DshRunner`).
 - `log_builder`: events in session-log form for hand-written logs (`LogBuilder`).
+- `postgres_server`, `postgres_database`: a PostgreSQL server (`DSH_TEST_POSTGRES_DSN`) and a
+  fresh database with the dsh schema on it (`PostgresServer`, `Database`; needs
+  `dsh-host[postgres]`).
 
 The helpers themselves import nothing of pytest, so they can also be used outside it.
 """
@@ -16,5 +19,6 @@ The helpers themselves import nothing of pytest, so they can also be used outsid
 from dsh_host.testing.cli import CliResult, DshRunner
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
+from dsh_host.testing.postgres import Database, PostgresServer
 
-__all__ = ["CliResult", "DshRunner", "HostFactory", "LogBuilder"]
+__all__ = ["CliResult", "Database", "DshRunner", "HostFactory", "LogBuilder", "PostgresServer"]

@@ -5,6 +5,7 @@ pytest loads this module itself when dsh-host is installed; nothing else imports
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from dsh_host import Host
 from dsh_host.testing.cli import DshRunner
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
+from dsh_host.testing.postgres import DSN_VARIABLE, Database, PostgresServer
 
 
 @pytest.fixture
@@ -53,3 +55,36 @@ def dsh_cli(tmp_path: Path) -> DshRunner:
 def log_builder() -> type[LogBuilder]:
     """Builders for hand-written session logs (see `LogBuilder`)."""
     return LogBuilder
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """The PostgreSQL server `DSH_TEST_POSTGRES_DSN` names (a superuser DSN; see `PostgresServer`).
+
+    Without the variable the test skips saying how to get a server, or fails when `CI` is set.
+    Login roles it makes authenticate through a pgpass file (`PGPASSFILE`; `PGPASSWORD` unset).
+    Everything it created is dropped at the end of the session.
+    """
+    dsn = os.environ.get(DSN_VARIABLE)
+    if not dsn:
+        reason = f'no PostgreSQL server: set {DSN_VARIABLE} (eval "$(.ci/postgres start DIR)" starts one)'
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must provide one")
+        pytest.skip(reason)
+    pgpass = tmp_path_factory.mktemp("pgpass") / "pgpass"
+    pgpass.touch(mode=0o600)
+    server = PostgresServer(dsn, pgpass)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PGPASSFILE", str(pgpass))
+        mp.delenv("PGPASSWORD", raising=False)
+        yield server
+        server.cleanup()
+
+
+@pytest.fixture
+def postgres_database(postgres_server: PostgresServer) -> Iterator[Database]:
+    """A fresh database with the dsh schema, owned by its own role, with an ordinary login role
+    `user` to open stores as (`database.open()`, `database.dsn(role)`); dropped afterwards."""
+    database = postgres_server.database()
+    yield database
+    postgres_server.drop(database.name)

@@ -1,42 +1,24 @@
-"""PostgreSQL for the tests: a fresh database per test on the server `DSH_TEST_POSTGRES_DSN` names.
+"""A PostgreSQL server for tests: fresh databases with the dsh schema, and roles to use them as.
 
-`.ci/run` starts a throwaway cluster on loopback (`.ci/postgres start DIR`) and exports that
-variable: a superuser DSN that only these fixtures use, to create roles and databases. The
-store itself never connects as a superuser. Without the variable the PostgreSQL tests skip
-(with `CI` set they fail instead). Passwords reach libpq through a pgpass file written here,
-as a team member's would.
-
-Fixtures (registered for every test through tests/conftest.py):
-
-- `postgres_server` (session): the server, with `role(...)` to create login or group roles.
-- `postgres_database`: a fresh database with the dsh schema, owned by its own role, and an
-  ordinary login role `user` to open stores as (`database.dsn(role)`, `database.open(role)`).
+`PostgresServer(admin_dsn, pgpass)` wraps a server reached with a superuser DSN (only these
+helpers use it, to create roles and databases; the store never connects as a superuser). Login
+roles get random passwords written to the `pgpass` file, which libpq reads when `PGPASSFILE`
+names it, as a team member's client would. `.ci/postgres start DIR` starts a throwaway cluster
+on loopback and prints that DSN as `DSH_TEST_POSTGRES_DSN`; the pytest plugin's
+`postgres_server` and `postgres_database` fixtures use it. Needs `dsh-host[postgres]`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 DSN_VARIABLE = "DSH_TEST_POSTGRES_DSN"
-
-
-def require_dsn() -> str:
-    """The admin DSN, or skip (locally) / fail (in CI) naming what is missing."""
-    dsn = os.environ.get(DSN_VARIABLE)
-    if dsn:
-        return dsn
-    reason = f'no PostgreSQL server: set {DSN_VARIABLE} (eval "$(.ci/postgres start DIR)" starts one)'
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must provide one")
-    pytest.skip(reason)
+"""The environment variable holding the test server's superuser DSN."""
 
 
 @dataclass
@@ -50,7 +32,8 @@ class PostgresServer:
     databases: list[str] = field(default_factory=list)
     _counter: itertools.count = field(default_factory=itertools.count)
 
-    def admin(self, dbname: str | None = None):
+    def admin(self, dbname: str | None = None) -> Any:
+        """A superuser connection (autocommit), to the admin DSN's database or to `dbname`."""
         import psycopg
 
         params = {"dbname": dbname} if dbname else {}
@@ -126,33 +109,12 @@ class Database:
     def dsn(self, role: str | None = None) -> str:
         return self.server.dsn(self.name, role or self.user)
 
-    def open(self, role: str | None = None):
+    def open(self, role: str | None = None) -> Any:
+        """A `PostgresSessionStore` on this database as `role` (default: `user`)."""
         from dsh_host.store.postgres import PostgresSessionStore
 
         return PostgresSessionStore.open(self.dsn(role))
 
-    def admin(self):
+    def admin(self) -> Any:
         """A superuser connection to this database (it bypasses row-level security)."""
         return self.server.admin(self.name)
-
-
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory) -> Iterator[PostgresServer]:
-    """The PostgreSQL server for this run (skips or fails without one, see `require_dsn`)."""
-    dsn = require_dsn()
-    pgpass = tmp_path_factory.mktemp("pgpass") / "pgpass"
-    pgpass.touch(mode=0o600)
-    server = PostgresServer(dsn, pgpass)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PGPASSFILE", str(pgpass))
-        mp.delenv("PGPASSWORD", raising=False)
-        yield server
-        server.cleanup()
-
-
-@pytest.fixture
-def postgres_database(postgres_server) -> Iterator[Database]:
-    """A fresh database with the dsh schema (dropped afterwards)."""
-    database = postgres_server.database()
-    yield database
-    postgres_server.drop(database.name)
