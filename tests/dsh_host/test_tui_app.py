@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,11 +25,13 @@ from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 from rich.console import Console
 
-from dsh_host import hookimpl
+from dsh_host import ComposeError, Composition, hookimpl
+from dsh_host.asyncs import resolve
 from dsh_host.host import Host
 from dsh_host.testing import HostFactory
 from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
-from dsh_session_reference import format_mention, parse_text, render_error_chain
+from dsh_host.tui.render import join_display_text
+from dsh_session_reference import format_mention
 from dsh_session_reference.terminal import SessionCompletions
 
 ENTER, TAB, CTRL_C, ESCAPE = "\r", "\t", "\x03", "\x1b"
@@ -47,27 +50,55 @@ async def until(predicate: Callable[[], Any], what: str = "condition") -> None:
         await asyncio.sleep(0.001)
 
 
+class FakeTicket:
+    """What `steer` returns: the test resolves it (`dropped`, or a turn's end)."""
+
+    steering = True
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[Any], None]] = []
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        self.callbacks.append(callback)
+
+    def finish(self, reason: str) -> None:
+        for callback in self.callbacks:
+            callback(SimpleNamespace(reason=reason))
+
+
 class FakeAgent:
-    """Records what the UI delivers; the test sets `status`."""
+    """Composes through the host's hook as the real agent does; records what the UI delivers.
+
+    The test sets `status`.
+    """
 
     provider = model = "scripted"
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, host: Host, session: Any) -> None:
+        self.host = host
         self.session = session
         self.status = "idle"
         self.sent: list[tuple[list[Any], list[Any]]] = []
         self.steered: list[tuple[list[Any], list[Any]]] = []
+        self.tickets: list[FakeTicket] = []
         self.cancels = 0
 
     @property
     def id(self) -> str:
         return self.session.id
 
+    async def compose(self, text, *, signal=None):
+        hook = self.host.hook.dsh_compose_message
+        return await resolve(hook(agent=self, text=text, signal=signal or asyncio.Event()))
+
     def send(self, content, *, source=None, contexts=()):
         self.sent.append((content, list(contexts)))
 
     def steer(self, content, *, source=None, contexts=()):
         self.steered.append((content, list(contexts)))
+        ticket = FakeTicket()
+        self.tickets.append(ticket)
+        return ticket
 
     def cancel(self, cause=None):
         self.cancels += 1
@@ -120,7 +151,7 @@ async def open_chat(
     host: Host, session: Any, *, agent_factory: Any = None, output: Output | None = None
 ) -> AsyncIterator[Chat]:
     console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
-    factory = agent_factory or (lambda _host, s: FakeAgent(s))
+    factory = agent_factory or FakeAgent
     with create_pipe_input() as keys, create_app_session(input=keys, output=output or DummyOutput()):
         ui = ChatUI(host, session, agent_factory=factory, console=console)
         task = asyncio.create_task(ui.run(replay=bool(session.events)))
@@ -260,15 +291,7 @@ async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the
 # --- T3: fallbacks ------------------------------------------------------------------------------------
 
 
-class MentionHelpers:
-    """What a real session-reference service exposes for parsing mentions."""
-
-    parse_text = staticmethod(parse_text)
-    format_mention = staticmethod(format_mention)
-    describe_error = staticmethod(render_error_chain)
-
-
-class ScriptedCandidates(MentionHelpers):
+class ScriptedCandidates:
     """A session-reference service whose candidate lookups behave per query."""
 
     def __init__(self) -> None:
@@ -338,88 +361,123 @@ async def test_a_failed_reference_restores_the_input_and_says_why(ref_host, work
         assert chat.agent.sent == []
 
 
-async def test_references_without_the_service(bare_host, workspace):
-    target = bare_host.sessions.create(str(workspace), "main-session")
-    async with open_chat(bare_host, target) as chat:
-        # Without the service nothing parses mentions: reference-shaped text is refused.
-        await chat.type_until(
-            "use dsh-session:IiJ" + ENTER,
-            lambda: "Session reference capability unavailable." in chat.transcript,
-        )
-        assert chat.ui.buffer.text == "use dsh-session:IiJ"
-        await chat.clear()
-        chat.type(f"use {format_mention('source')}" + ENTER)
-        await chat.wait_for_output("Session reference capability unavailable.")
+async def test_an_invalid_reference_is_refused_with_the_feature_mounted(ref_host, workspace):
+    target = ref_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(ref_host, target) as chat:
+        await chat.type_until("use dsh-session:IiJ" + ENTER, lambda: "Invalid session reference" in chat.transcript)
+        assert 'invalid session reference URI "dsh-session:IiJ": URI is not canonical' in chat.transcript
+        await until(lambda: chat.ui.buffer.text == "use dsh-session:IiJ")
         assert chat.agent.sent == []
 
 
-# --- T6: duplicate Enter, drafts, disposal ------------------------------------------------------------
+async def test_without_the_feature_reference_shaped_text_goes_out_as_typed(bare_host, workspace):
+    # Changed from the spec's T5 (which refuses it as "capability unavailable"): a host without
+    # session-reference behaves as if it were not installed, so no host code parses mentions.
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        mention = f"use {format_mention('source')} and dsh-session:IiJ"
+        await chat.type_until(mention + ENTER, lambda: chat.agent.sent, "a send")
+        assert chat.agent.sent == [([{"type": "text", "text": mention}], [])]
+        assert "Session reference" not in chat.transcript
 
 
-@dataclass
-class Prepared:
-    content: list[Any]
-    contexts: list[Any]
+# --- T6: duplicate Enter, drafts, disposal; Ctrl+C abandons a pending composition ---------------------
 
 
-class ManualReferences(MentionHelpers):
-    """A session-reference service whose preparations the test settles."""
+class ManualComposer:
+    """A throwaway plugin whose `dsh_compose_message` compositions the test settles."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[asyncio.Future[Any], list[Any], asyncio.Event]] = []
+        self.pending: list[tuple[asyncio.Future[Any], str, asyncio.Event]] = []
 
-    async def list_candidates(self, target, query="", limit=None, cancel=None):
-        return []
-
-    async def prepare(self, target, content, references, cancel=None):
+    @hookimpl
+    def dsh_compose_message(self, agent, text, signal):
         outcome = asyncio.get_running_loop().create_future()
-        self.pending.append((outcome, content, cancel))
-        return await outcome
+        self.pending.append((outcome, text, signal))
+        return outcome
 
-    def resolve(self) -> None:
-        outcome, content, _ = self.pending[-1]
-        outcome.set_result(Prepared(content, [{"meta": {"kind": "session-reference", "references": []}}]))
+    def resolve(self, readable: str) -> None:
+        outcome, _, _ = self.pending[-1]
+        meta = {"kind": "session-reference", "references": []}
+        outcome.set_result(Composition(({"type": "text", "text": readable},), ({"meta": meta},)))
 
 
-async def test_duplicate_enter_while_preparing_then_a_kept_draft(bare_host, workspace):
-    service = ManualReferences()
-    bare_host.services.register("session_references", service)
+@pytest.fixture
+def composer(bare_host) -> ManualComposer:
+    plugin = ManualComposer()
+    bare_host.pm.register(plugin, name="manual-composer")
+    return plugin
+
+
+async def test_duplicate_enter_while_preparing_then_a_kept_draft(bare_host, workspace, composer):
     target = bare_host.sessions.create(str(workspace), "main-session")
     value = f"use {format_mention('source')}"
     async with open_chat(bare_host, target) as chat:
-        await chat.type_until(value + ENTER, lambda: service.pending, "a preparation")
+        await chat.type_until(value + ENTER, lambda: composer.pending, "a composition")
         assert chat.ui.submitter.preparing
         assert chat.ui.buffer.text == ""
         # Retype the same value and press Enter again: ignored while the first one prepares.
         await chat.type_until(value + ENTER, lambda: chat.ui.buffer.text == value)
-        assert len(service.pending) == 1
-        service.resolve()
+        assert len(composer.pending) == 1
+        composer.resolve("use @source")
         await until(lambda: chat.agent.sent, "the send")
         assert chat.agent.sent[0][0] == [{"type": "text", "text": "use @source"}]
         assert chat.ui.buffer.text == ""  # the retyped duplicate went with it
 
-        await chat.type_until(value + ENTER, lambda: len(service.pending) == 2)
+        await chat.type_until(value + ENTER, lambda: len(composer.pending) == 2)
         await chat.type_until("new draft", lambda: chat.ui.buffer.text == "new draft")
-        service.pending[-1][0].set_exception(RuntimeError("delayed failure"))
+        composer.pending[-1][0].set_exception(ComposeError("Session reference failed: delayed failure"))
         await chat.wait_for_output("Session reference failed: delayed failure")
         assert chat.ui.buffer.text == "new draft"
         assert len(chat.agent.sent) == 1
 
 
-async def test_leaving_during_preparation_cancels_it_and_sends_nothing(bare_host, workspace):
-    service = ManualReferences()
-    bare_host.services.register("session_references", service)
+async def test_ctrl_c_during_a_pending_composition_abandons_it_and_restores_the_input(bare_host, workspace, composer):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    value = f"use {format_mention('source')}"
+    async with open_chat(bare_host, target) as chat:
+        chat.agent.status = "running"  # Ctrl+C abandons the composition, not the turn
+        await chat.type_until(value + ENTER, lambda: composer.pending, "a composition")
+        _, text, signal = composer.pending[0]
+        assert text == value and chat.ui.buffer.text == ""
+        await chat.type_until(CTRL_C, lambda: chat.ui.buffer.text == value, "the input restored")
+        assert signal.is_set() and not chat.ui.submitter.preparing
+        assert chat.agent.cancels == 0
+        composer.resolve("use @source")  # settles late: nothing is sent
+        await asyncio.sleep(0)
+        assert chat.agent.sent == [] and chat.agent.steered == []
+        # The restored text is submitted again as it stands.
+        await chat.type_until(ENTER, lambda: len(composer.pending) == 2, "a second composition")
+        composer.resolve("use @source")
+        await until(lambda: chat.agent.steered, "the steer")
+
+
+async def test_leaving_during_preparation_cancels_it_and_sends_nothing(bare_host, workspace, composer):
     target = bare_host.sessions.create(str(workspace), "main-session")
     async with open_chat(bare_host, target) as chat:
-        await chat.type_until(f"use {format_mention('source')}" + ENTER, lambda: service.pending)
+        await chat.type_until(f"use {format_mention('source')}" + ENTER, lambda: composer.pending)
         agent = chat.agent
-        await chat.type_until(CTRL_C + CTRL_C, lambda: chat.task.done(), "the exit")
-    _, _, cancel = service.pending[0]
-    assert cancel.is_set()
-    service.resolve()
+        # Ctrl+C abandons the composition (the text comes back), clears it, then leaves (twice).
+        await chat.type_until(CTRL_C * 4, lambda: chat.task.done(), "the exit")
+    _, _, signal = composer.pending[0]
+    assert signal.is_set()
+    composer.resolve("use @source")
     await asyncio.sleep(0)
     assert agent.sent == []
     assert agent.status == "disposed"
+
+
+async def test_disposing_during_a_composition_abandons_it(bare_host, workspace, composer):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        await chat.type_until(f"use {format_mention('source')}" + ENTER, lambda: composer.pending)
+        agent = chat.agent
+        chat.ui.exit()  # Enter is disabled while composing, so /quit would not run
+        await until(lambda: chat.task.done(), "the exit")
+    assert composer.pending[0][2].is_set()
+    composer.resolve("use @source")
+    await asyncio.sleep(0)
+    assert agent.sent == []
 
 
 # --- keys ---------------------------------------------------------------------------------------------
@@ -589,6 +647,38 @@ async def test_continue_without_a_session_here_starts_a_new_one(bare_host, works
     bare_host.sessions.create(str(tmp_path), "elsewhere", created_at=3)
     session = await open_session(bare_host, continue_last=True)
     assert session.id != "elsewhere" and session.cwd == str(workspace)
+
+
+# --- steering ---------------------------------------------------------------------------------------
+
+
+async def test_a_message_that_went_in_as_steering_wears_a_badge_until_a_step_writes_it(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=40, columns=160), term="xterm", enable_cpr=False)
+    async with open_chat(bare_host, target, output=output) as chat:
+        chat.agent.status = "running"
+        # Pasted, so the controls reach the editor as text instead of acting as keys.
+        await chat.type_until(f"\x1b[200~also {PROBE}\x1b[201~" + ENTER, lambda: chat.agent.steered, "a steer")
+        assert [join_display_text(s.content) for s in chat.ui.steering] == [f"also {PROBE}"]
+        await until(lambda: f"also {ESCAPED}" in screen.getvalue(), "the badge's text on screen")
+        assert " Steering " in screen.getvalue()
+        assert "\x1b]2;title" not in screen.getvalue() and "\x9b" not in screen.getvalue()
+        await chat.type_until("and this" + ENTER, lambda: len(chat.agent.steered) == 2, "a second steer")
+        assert len(chat.ui.steering) == 2
+
+        # The loop writes the first as steering: its badge goes, the transcript labels it.
+        target.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+        data = {**user_text(f"also {PROBE}"), "turn": 1}
+        target.append("steering/message", data, surface_op="append")
+        await chat.wait_for_output(f"also {ESCAPED}")
+        assert "Steering" in chat.transcript
+        assert [join_display_text(s.content) for s in chat.ui.steering] == ["and this"]
+        # The second is dropped (the turn was cancelled before a step read it): the UI says so.
+        chat.agent.tickets[1].finish("dropped")
+        await chat.wait_for_output("Steering dropped: and this")
+        assert chat.ui.steering == []
+        target.append("turn/end", {"turn": 1, "reason": {"kind": "aborted"}})
 
 
 # --- the window title ---------------------------------------------------------------------------------

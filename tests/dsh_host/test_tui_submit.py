@@ -1,4 +1,8 @@
-"""The submission flow of session-reference spec 9.3, driven without a terminal."""
+"""The submission flow of session-reference spec 9.3, driven without a terminal.
+
+The agent composes (`await agent.compose(text, signal=...)`); here a fake agent whose
+compositions the test settles by hand stands in for the `dsh_compose_message` hook.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from dsh_host.tui.submit import CAPABILITY_UNAVAILABLE, Submitter
-from dsh_session_reference import SessionReferenceError, format_mention, parse_text, render_error_chain
+from dsh_host import DshError
+from dsh_host.tui.submit import Submitter
 
 CONTEXT = {
     "source": {"kind": "plugin", "plugin": "session-reference"},
@@ -38,64 +42,67 @@ class Session:
     header: Header
 
 
+@dataclass(frozen=True)
+class Composition:
+    content: list[Any]
+    contexts: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Ticket:
+    steering: bool
+
+
 class Agent:
+    """Composes plain text at once, or (`manual`) leaves each composition for the test to settle."""
+
     def __init__(self, session_id: str = "main-session") -> None:
         self.session = Session(Header(session_id))
         self.status = "idle"
+        self.manual = False
         self.sent: list[tuple[list[Any], list[Any]]] = []
         self.steered: list[tuple[list[Any], list[Any]]] = []
+        self.composing: list[tuple[str, asyncio.Event, asyncio.Future[Any]]] = []
+
+    async def compose(self, text, *, signal=None):
+        if not self.manual:
+            return Composition(text_blocks(text))
+        outcome = asyncio.get_running_loop().create_future()
+        self.composing.append((text, signal, outcome))
+        return await outcome
+
+    def resolve(self, readable: str) -> None:
+        self.composing[-1][2].set_result(Composition(text_blocks(readable), [CONTEXT]))
+
+    def fail(self, error: BaseException) -> None:
+        self.composing[-1][2].set_exception(error)
 
     def send(self, content, *, source=None, contexts=()):
         if self.status == "disposed":
             raise RuntimeError("agent is disposed")
         self.sent.append((content, list(contexts)))
+        return Ticket(steering=False)
 
     def steer(self, content, *, source=None, contexts=()):
         self.steered.append((content, list(contexts)))
-
-
-@dataclass
-class Prepared:
-    content: list[Any]
-    contexts: list[Any]
-
-
-class References:
-    """A session-reference service whose `prepare` the test settles by hand."""
-
-    parse_text = staticmethod(parse_text)
-    format_mention = staticmethod(format_mention)
-    describe_error = staticmethod(render_error_chain)
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, list[Any], list[Any], asyncio.Event]] = []
-        self.outcome: asyncio.Future[Any] | None = None
-
-    async def prepare(self, target, content, references, cancel=None):
-        self.calls.append((target, content, references, cancel))
-        self.outcome = asyncio.get_running_loop().create_future()
-        return await self.outcome
-
-    def resolve(self) -> None:
-        _, content, _, _ = self.calls[-1]
-        self.outcome.set_result(Prepared(content, [CONTEXT]))
+        return Ticket(steering=True)
 
 
 class Harness:
-    def __init__(self, *, service: Any = None) -> None:
+    def __init__(self) -> None:
         self.editor = Editor()
         self.agent = Agent()
-        self.service = service
         self.commands: list[str] = []
         self.errors: list[str] = []
+        self.steered: list[Any] = []
         self.changes = 0
         self.submitter = Submitter(
             self.editor,
             agent=lambda: self.agent,
-            service=lambda: self.service,
             run_command=self.commands.append,
             notify_error=self.errors.append,
             on_change=self._changed,
+            on_steered=self.steered.append,
         )
 
     def _changed(self) -> None:
@@ -105,15 +112,20 @@ class Harness:
         self.editor.text = value
         return self.submitter.submit(value)
 
+    async def submit(self, value: str) -> None:
+        task = self.type_and_submit(value)
+        if task is not None:
+            await task
 
-def text(value: str) -> list[dict[str, str]]:
+
+def text_blocks(value: str) -> list[dict[str, str]]:
     return [{"type": "text", "text": value}]
 
 
-SOURCE = format_mention("source", "Source chat")
+MENTION = "use @[Source chat](dsh-session:InNvdXJjZSI)"
 
 
-# --- synchronous paths --------------------------------------------------------------------------------
+# --- commands and plain messages ----------------------------------------------------------------------
 
 
 def test_blank_input_is_ignored_and_left_alone():
@@ -123,203 +135,201 @@ def test_blank_input_is_ignored_and_left_alone():
     assert h.agent.sent == [] and h.editor.history == []
 
 
-def test_a_plain_message_is_trimmed_sent_and_remembered():
+async def test_a_plain_message_is_trimmed_composed_sent_and_remembered():
     h = Harness()
-    h.type_and_submit("  hello \n")
-    assert h.agent.sent == [(text("hello"), [])]
+    await h.submit("  hello \n")
+    assert h.agent.sent == [(text_blocks("hello"), [])]
     assert h.editor.text == ""
     assert h.editor.history == ["hello"]
 
 
-def test_a_plain_message_while_running_steers():
+async def test_a_plain_message_while_running_steers_and_is_reported_as_steering():
     h = Harness()
     h.agent.status = "running"
-    h.type_and_submit("also this")
-    assert h.agent.steered == [(text("also this"), [])]
+    await h.submit("also this")
+    assert h.agent.steered == [(text_blocks("also this"), [])]
     assert h.agent.sent == []
+    [steered] = h.steered
+    assert steered.content == text_blocks("also this") and steered.ticket.steering
 
 
-def test_a_file_mention_is_plain_text_without_contexts():
-    h = Harness(service=References())
-    h.type_and_submit("read @src/source-file.ts ")
-    assert h.agent.sent == [(text("read @src/source-file.ts"), [])]
-
-
-def test_a_slash_command_is_recognised_on_the_raw_value():
+async def test_a_slash_command_is_recognised_on_the_raw_value():
     h = Harness()
-    h.type_and_submit("/help  ")
+    assert h.type_and_submit("/help  ") is None
     assert h.commands == ["/help"]
     assert h.agent.sent == []
     assert h.editor.text == ""
-    h.type_and_submit("  /help")  # leading spaces: an ordinary message
+    await h.submit("  /help")  # leading spaces: an ordinary message
     assert h.commands == ["/help"]
-    assert h.agent.sent == [(text("/help"), [])]
+    assert h.agent.sent == [(text_blocks("/help"), [])]
 
 
-def test_mentions_inside_commands_are_never_parsed():
+def test_mentions_inside_commands_are_never_composed():
     h = Harness()
+    h.agent.manual = True
     h.type_and_submit("/resume dsh-session:IiJ")
     assert h.commands == ["/resume dsh-session:IiJ"]
+    assert h.agent.composing == [] and h.errors == []
+
+
+async def test_without_a_composing_plugin_reference_shaped_text_goes_out_as_typed():
+    # A host without session-reference behaves as if it were not installed: nothing parses
+    # mentions, so nothing refuses them either (the feature absent is not an error).
+    h = Harness()
+    await h.submit(f"{MENTION} and dsh-session:IiJ")
+    assert h.agent.sent == [(text_blocks(f"{MENTION} and dsh-session:IiJ"), [])]
     assert h.errors == []
-
-
-def test_an_invalid_reference_refuses_the_message_and_restores_the_input():
-    h = Harness(service=References())
-    h.type_and_submit("use dsh-session:IiJ")
-    assert h.agent.sent == []
-    assert h.editor.text == "use dsh-session:IiJ"
-    assert h.errors == [
-        'Invalid session reference: invalid session reference URI "dsh-session:IiJ": URI is not canonical'
-    ]
-    assert h.editor.history == []
-
-
-def test_a_reference_without_the_service_is_refused():
-    h = Harness(service=None)
-    h.type_and_submit(f"use {SOURCE}")
-    assert h.agent.sent == []
-    assert h.editor.text == f"use {SOURCE}"
-    assert h.errors == [CAPABILITY_UNAVAILABLE]
-
-
-def test_without_the_service_text_without_references_goes_out_as_typed():
-    h = Harness(service=None)
-    h.type_and_submit("what is a dsh-session: URI? see @[x](https://example.test)")
-    assert h.agent.sent == [(text("what is a dsh-session: URI? see @[x](https://example.test)"), [])]
-    h.type_and_submit("use dsh-session:IiJ")  # reference-shaped: refused, not parsed
-    assert h.errors == [CAPABILITY_UNAVAILABLE]
 
 
 def test_a_disposed_agent_gets_nothing_and_says_so():
     h = Harness()
     h.agent.status = "disposed"
-    h.type_and_submit("hello")
+    assert h.type_and_submit("hello") is None
     assert h.agent.sent == []
     assert h.errors == ['Agent "main-session" is disposed.']
 
 
-def test_an_agent_refusing_a_message_is_reported():
+async def test_an_agent_refusing_a_message_is_reported():
     h = Harness()
     h.agent.send = lambda content, **_: (_ for _ in ()).throw(RuntimeError("inbox closed"))
-    h.type_and_submit("hello")
+    await h.submit("hello")
     assert h.errors == ["Message not sent: inbox closed"]
 
 
-# --- preparation ----------------------------------------------------------------------------------------
+# --- composing --------------------------------------------------------------------------------------------
 
 
-async def test_a_reference_is_prepared_then_sent_with_its_context():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+async def test_a_composition_is_awaited_then_sent_with_its_contexts():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     assert h.submitter.preparing
     assert h.editor.text == ""
     await asyncio.sleep(0)
-    target, content, references, cancel = service.calls[0]
-    assert target is h.agent
-    assert content == text("use @Source chat")
-    assert [(r.session_id, r.label) for r in references] == [("source", "Source chat")]
-    assert isinstance(cancel, asyncio.Event) and not cancel.is_set()
-    service.resolve()
+    [(composed, signal, _)] = h.agent.composing
+    assert composed == MENTION
+    assert isinstance(signal, asyncio.Event) and not signal.is_set()
+    h.agent.resolve("use @Source chat")
     await task
-    assert h.agent.sent == [(text("use @Source chat"), [CONTEXT])]
-    assert h.editor.history == [f"use {SOURCE}"]
+    assert h.agent.sent == [(text_blocks("use @Source chat"), [CONTEXT])]
+    assert h.editor.history == [MENTION]
     assert not h.submitter.preparing
     assert h.changes == 2  # Enter disabled, then enabled again
 
 
-async def test_send_or_steer_is_decided_when_preparation_settles():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"steer {SOURCE}")
+async def test_send_or_steer_is_decided_when_composition_settles():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
     h.agent.status = "running"
-    service.resolve()
+    h.agent.resolve("use @Source chat")
     await task
-    assert h.agent.steered == [(text("steer @Source chat"), [CONTEXT])]
+    assert h.agent.steered == [(text_blocks("use @Source chat"), [CONTEXT])]
     assert h.agent.sent == []
 
 
-async def test_a_duplicate_enter_while_preparing_does_nothing():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+async def test_a_duplicate_enter_while_composing_does_nothing():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
     # The same value retyped and submitted again while the first one is pending.
-    assert h.type_and_submit(f"use {SOURCE}") is None
-    assert h.editor.text == f"use {SOURCE}"
-    assert len(service.calls) == 1
-    service.resolve()
+    assert h.type_and_submit(MENTION) is None
+    assert h.editor.text == MENTION
+    assert len(h.agent.composing) == 1
+    h.agent.resolve("use @Source chat")
     await task
-    assert h.agent.sent == [(text("use @Source chat"), [CONTEXT])]
+    assert h.agent.sent == [(text_blocks("use @Source chat"), [CONTEXT])]
     assert h.editor.text == ""  # the retyped duplicate is cleared with it
 
 
 async def test_success_keeps_a_new_draft():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
     h.editor.text = "new draft"
-    service.resolve()
+    h.agent.resolve("use @Source chat")
     await task
     assert h.editor.text == "new draft"
     assert len(h.agent.sent) == 1
 
 
-async def test_failure_restores_the_input_and_reports_the_error_chain():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"keep {format_mention('missing', 'Missing chat')}")
+async def test_a_failed_composition_restores_the_input_and_shows_its_one_line():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit("keep @[Missing chat](dsh-session:Im1pc3Npbmci)")
     await asyncio.sleep(0)
-    inner = LookupError('session "missing" not found')
-    failure = SessionReferenceError(
-        "SESSION_REFERENCE_READ_FAILED", f"failed to read referenced session: {inner}", inner
-    )
-    service.outcome.set_exception(failure)
+    h.agent.fail(DshError('Session reference failed: session "missing" not found'))
     await task
     assert h.agent.sent == []
     assert h.editor.text.startswith("keep @[")
-    assert h.errors == [
-        'Session reference failed: failed to read referenced session: session "missing" not found: '
-        'session "missing" not found'
-    ]
+    assert h.errors == ['Session reference failed: session "missing" not found']
     assert not h.submitter.preparing
 
 
+async def test_a_failure_that_is_no_dsh_error_is_named():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
+    await asyncio.sleep(0)
+    h.agent.fail(RuntimeError("delayed failure"))
+    await task
+    assert h.errors == ["Message not sent: RuntimeError('delayed failure')"]
+
+
 async def test_failure_never_overwrites_a_new_draft():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
     h.editor.text = "new draft"
-    service.outcome.set_exception(RuntimeError("delayed failure"))
+    h.agent.fail(DshError("Session reference failed: delayed failure"))
     await task
     assert h.editor.text == "new draft"
     assert h.errors == ["Session reference failed: delayed failure"]
 
 
-async def test_dispose_cancels_the_preparation_and_sends_nothing():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+async def test_abort_abandons_the_composition_and_restores_the_input():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
-    cancel = service.calls[0][3]
+    [(_, signal, _)] = h.agent.composing
+    assert h.submitter.abort()
+    assert signal.is_set()
+    assert h.editor.text == MENTION and not h.submitter.preparing
+    assert not h.submitter.abort()  # nothing pending any more
+    h.agent.resolve("use @Source chat")  # settles late: dropped
+    await task
+    assert h.agent.sent == [] and h.errors == [] and h.editor.history == []
+    h.agent.manual = False
+    await h.submit("next")  # Enter works again at once
+    assert h.agent.sent == [(text_blocks("next"), [])]
+
+
+async def test_dispose_abandons_the_composition_and_sends_nothing():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
+    await asyncio.sleep(0)
+    signal = h.agent.composing[0][1]
     h.submitter.dispose()
-    assert cancel.is_set()
-    service.outcome.set_exception(SessionReferenceError("SESSION_REFERENCE_CANCELLED", "cancelled"))
+    assert signal.is_set()
+    h.agent.fail(DshError("cancelled"))
     await task
     assert h.agent.sent == [] and h.errors == []
     assert h.editor.text == ""
 
 
-async def test_a_preparation_resolving_after_dispose_sends_nothing():
-    service = References()
-    h = Harness(service=service)
-    task = h.type_and_submit(f"use {SOURCE}")
+async def test_a_composition_settling_after_dispose_sends_nothing():
+    h = Harness()
+    h.agent.manual = True
+    task = h.type_and_submit(MENTION)
     await asyncio.sleep(0)
     h.submitter.dispose()
-    service.resolve()
+    h.agent.resolve("use @Source chat")
     await task
     assert h.agent.sent == []
     assert h.submitter.submit("hello") is None
@@ -335,5 +345,5 @@ async def test_an_awaitable_delivery_result_is_awaited_in_the_background(status)
     h = Harness()
     h.agent.status = status
     h.agent.send = h.agent.steer = deliver
-    h.type_and_submit("hi")
+    await h.submit("hi")
     await asyncio.wait_for(delivered.wait(), 5)

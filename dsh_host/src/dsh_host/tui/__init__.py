@@ -2,10 +2,13 @@
 
 - `app`: the chat application; `run_chat(host, session_id=None, continue_last=False)` is the
   `dsh chat` entry point.
-- `render`: transcript renderables; `render_events(console, events)` prints stored events as
-  the chat shows them.
-- `submit`: what Enter does (commands, send or steer, session-reference preparation).
-- `completion` and `file_search`: `@` completion of files and sessions, `/` of commands.
+- `render`: transcript renderables; `Transcript(host.hook).print(console, events)` prints stored
+  events as the chat shows them, with the renderers the host and its plugins register.
+- `submit`: what Enter does (commands; compose, then send or steer).
+- `commands`: the host's own slash commands (registered from `dsh_host.builtins`).
+- `completion`, `mentions` and `file_search`: `@` completion of files and of what plugins
+  offer, `/` of commands.
+- `title`: the window title naming the chat's session.
 - `terminal_text`: escaping of control characters in untrusted text.
 
 Nothing is imported here, so `render` can be used without loading prompt_toolkit.

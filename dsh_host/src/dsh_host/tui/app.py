@@ -19,7 +19,7 @@ import inspect
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +54,7 @@ from dsh_host.tui import render
 from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import collect_sources
-from dsh_host.tui.submit import Submitter
+from dsh_host.tui.submit import Steered, Submitter
 from dsh_host.tui.terminal_text import display_inline_text, display_text
 from dsh_host.tui.title import RESTORE_TITLE, SAVE_TITLE, window_title
 
@@ -80,6 +80,8 @@ STYLE = Style.from_dict(
         "status.running": "ansiyellow",
         "preview": "",
         "preview.reasoning": "#808080 italic",
+        "steering.badge": "bg:ansiyellow #000000 bold",
+        "steering": "ansiyellow",
         "completion-menu.completion": "bg:#303030 #d0d0d0",
         "completion-menu.completion.current": "bg:#005f87 #ffffff",
         "completion-menu.meta.completion": "bg:#262626 #8a8a8a",
@@ -265,13 +267,15 @@ class ChatUI:
         )
         self.app.ttimeoutlen = 0.05  # Escape cancels a turn; do not make it wait for a sequence.
         self.printer = TranscriptPrinter(console or Console(highlight=False), self.app)
+        # Messages that went in as steering and that no step has written yet (the live badge).
+        self.steering: list[Steered] = []
         self.submitter = Submitter(
             _BufferEditor(self.buffer),
             agent=lambda: self.agent,
-            service=lambda: self.host.services.get("session_references"),
             run_command=self.run_command,
             notify_error=self.error,
             on_change=self.app.invalidate,
+            on_steered=self._steered,
         )
         self._watch()
 
@@ -390,6 +394,7 @@ class ChatUI:
             unsubscribe()
         self._unsubscribe = []
         self.preview.clear()
+        self.steering.clear()
         await resolve(self.agent.dispose())
         await self.host.sessions.flush(self.session)
 
@@ -410,10 +415,39 @@ class ChatUI:
                 self.preview.clear()
             elif event.type == "session/title":
                 self._show_title()
+            elif event.type in ("steering/message", "user/message"):
+                self._steering_logged(event)
             renderables = self.transcript.render(event)
             if renderables:
                 self.print(*renderables)
         self.app.invalidate()
+
+    def _steered(self, steered: Steered) -> None:
+        self.steering.append(steered)
+        add_done_callback = getattr(steered.ticket, "add_done_callback", None)
+        if add_done_callback is not None:
+            add_done_callback(lambda result: self._steering_settled(steered, result))
+        self.app.invalidate()
+
+    def _steering_settled(self, steered: Steered, result: Any) -> None:
+        if steered in self.steering:
+            self.steering.remove(steered)
+            if getattr(result, "reason", None) == "dropped":
+                self.notice("Steering dropped: " + render.join_display_text(steered.content))
+            self.app.invalidate()
+
+    def _steering_logged(self, event: Event) -> None:
+        # The loop writes steering in arrival order, as steering or (left over) as a new prompt.
+        source = event.data.get("source")
+        if self.steering and isinstance(source, Mapping) and source.get("kind") == "user":
+            self.steering.pop(0)
+
+    def _steering_lines(self) -> StyleAndTextTuples:
+        out: StyleAndTextTuples = []
+        for steered in self.steering:
+            text = display_inline_text(js_trim(render.join_display_text(steered.content)))
+            out += [("class:steering.badge", " Steering "), ("class:steering", f" {text}\n")]
+        return out
 
     def _on_text_changed(self, _: Buffer) -> None:
         self._exit_armed = False
@@ -471,8 +505,11 @@ class ChatUI:
         return bindings
 
     def interrupt(self) -> None:
-        """Ctrl+C: cancel a running turn, else clear the editor, else (pressed twice) exit."""
-        if self.agent.status == "running":
+        """Ctrl+C: abandon a pending composition (its text comes back), else cancel a running
+        turn, else clear the editor, else (pressed twice) exit."""
+        if self.submitter.abort():
+            self.completer.supersede()
+        elif self.agent.status == "running":
             self.agent.cancel()
         elif self.buffer.text:
             self.buffer.reset()
@@ -502,6 +539,10 @@ class ChatUI:
                     Window(FormattedTextControl(self.preview.fragments), wrap_lines=True, dont_extend_height=True),
                     filter=Condition(lambda: bool(self.preview)),
                 ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._steering_lines), dont_extend_height=True),
+                    filter=Condition(lambda: bool(self.steering)),
+                ),
                 Window(height=1, char="─", style="class:rule"),
                 editor,
                 Window(height=1, char="─", style="class:rule"),
@@ -516,7 +557,7 @@ class ChatUI:
     def _status_line(self) -> StyleAndTextTuples:
         status = self.agent.status
         if self.submitter.preparing:
-            state = ("class:status.running", "preparing references… ")
+            state = ("class:status.running", "preparing message… · Ctrl+C to cancel ")
         elif status == "running":
             state = ("class:status.running", "running · Esc to cancel ")
         else:

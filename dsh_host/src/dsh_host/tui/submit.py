@@ -1,10 +1,11 @@
-"""What Enter does with the editor's text: run a command, send, steer, or prepare references first.
+"""What Enter does with the editor's text: run a command, or compose it and send or steer it.
 
 The flow is independent of prompt_toolkit: `Submitter` drives anything with a `text` attribute
-and `add_history`, so it is tested with a plain object. Session mentions are parsed by the
-mounted session-reference service. Without it no code of that feature runs: a message that
-merely looks like it holds a reference is refused with "capability unavailable" (sending the
-raw markup would hand the model a URI it cannot use), and every other message goes out as typed.
+and `add_history`, so it is tested with a plain object. Composing is the agent's
+(`await agent.compose(text, signal=...)`): plugins turn their mentions into contexts through
+the `dsh_compose_message` hook (session-reference does), and without them the text goes out
+as typed. While a composition is pending further submissions are ignored (a second Enter must
+not send twice); Ctrl+C abandons it (`abort`) and puts the text back.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dsh_host.errors import DshError
 from dsh_host.jstext import js_trim
 
 log = logging.getLogger("dsh.tui")
-
-CAPABILITY_UNAVAILABLE = "Session reference capability unavailable."
 
 
 class Editor(Protocol):
@@ -32,25 +31,19 @@ class Editor(Protocol):
     def add_history(self, text: str) -> None: ...
 
 
+@dataclass(frozen=True, eq=False)
+class Steered:
+    """A message that went in as steering of a running turn (what the UI's badge shows)."""
+
+    content: list[Any]
+    ticket: Any
+    """What `agent.steer` returned: a `Ticket`, resolved when its turn ends or it is dropped."""
+
+
 @dataclass(frozen=True)
-class MentionSyntax:
-    """Parsing `@[label](dsh-session:...)` mentions, and rendering their errors as one line."""
-
-    parse_text: Callable[[str], Any]
-    describe_error: Callable[[BaseException], str]
-    format_mention: Callable[..., str]
-
-
-# The shape of a reference (a bare `dsh-session:` URI or an explicit mention's target), recognised
-# without the feature's parser so a host without the service can refuse rather than mis-send.
-REFERENCE_SHAPE = re.compile(r"dsh-session:[A-Za-z0-9_-]|\]\(dsh-session:")
-
-
-def mention_syntax(service: Any) -> MentionSyntax | None:
-    """The mention helpers a session-reference service exposes, or None without a service."""
-    if service is None:
-        return None
-    return MentionSyntax(service.parse_text, service.describe_error, service.format_mention)
+class _Pending:
+    value: str
+    signal: asyncio.Event
 
 
 def agent_id(agent: Any) -> str:
@@ -62,9 +55,8 @@ def agent_id(agent: Any) -> str:
 class Submitter:
     """Turns one submitted editor value into a command, a message, or a steering message.
 
-    `submit()` handles everything it can synchronously; only a message with session mentions
-    waits for `prepare()`, and while it waits further submissions are ignored (a second Enter
-    must not send twice).
+    `submit()` runs a command at once; a message is composed first, and sent (or, when a turn
+    is running once composing is done, steered: `on_steered` is told) when that succeeds.
     """
 
     def __init__(
@@ -72,27 +64,27 @@ class Submitter:
         editor: Editor,
         *,
         agent: Callable[[], Any],
-        service: Callable[[], Any],
         run_command: Callable[[str], None],
         notify_error: Callable[[str], None],
         on_change: Callable[[], None] = lambda: None,
+        on_steered: Callable[[Steered], None] = lambda steered: None,
     ) -> None:
         self._editor = editor
         self._agent = agent
-        self._service = service
         self._run_command = run_command
         self._notify_error = notify_error
         self._on_change = on_change
-        self._pending: asyncio.Event | None = None
+        self._on_steered = on_steered
+        self._pending: _Pending | None = None
         self._disposed = False
 
     @property
     def preparing(self) -> bool:
-        """True while a message waits for its references to be prepared (Enter is disabled)."""
+        """True while a message waits for its composition (Enter is disabled)."""
         return self._pending is not None
 
     def submit(self, value: str) -> asyncio.Task[None] | None:
-        """Handle one Enter on `value`; returns the preparation task when there is one."""
+        """Handle one Enter on `value`; returns the composing task when there is one."""
         if self._disposed or self.preparing:
             return None
         text = js_trim(value)
@@ -104,82 +96,75 @@ class Submitter:
             self._editor.add_history(text)
             self._run_command(text)
             return None
-        service = self._service()
-        mentions = mention_syntax(service)
-        if mentions is None:
-            if REFERENCE_SHAPE.search(text):
-                self._restore(value)
-                self._notify_error(CAPABILITY_UNAVAILABLE)
-                return None
-            self._editor.add_history(text)
-            self._dispatch([_text_block(text)], [])
+        agent = self._agent()
+        if agent.status == "disposed":
+            self._notify_error(f'Agent "{agent_id(agent)}" is disposed.')
             return None
-        try:
-            parsed = mentions.parse_text(text)
-        except Exception as exc:  # noqa: BLE001 - any parse failure refuses the message
-            self._restore(value)
-            self._notify_error(f"Invalid session reference: {mentions.describe_error(exc)}")
-            return None
-        if not parsed.references:
-            self._editor.add_history(text)
-            self._dispatch([_text_block(parsed.text)], [])
-            return None
-        self._pending = asyncio.Event()
+        pending = self._pending = _Pending(value, asyncio.Event())
         self._on_change()
-        return asyncio.get_running_loop().create_task(
-            self._prepare_and_dispatch(service, mentions, value, text, parsed, self._pending)
-        )
+        return asyncio.get_running_loop().create_task(self._compose_and_dispatch(agent, text, pending))
+
+    def abort(self) -> bool:
+        """Abandon the pending composition and put its text back; False when there is none."""
+        pending = self._pending
+        if pending is None:
+            return False
+        pending.signal.set()
+        self._pending = None
+        self._restore(pending.value)
+        self._on_change()
+        return True
 
     def dispose(self) -> None:
-        """Stop: cancel a pending preparation; whatever it yields later is not sent."""
+        """Stop: abandon a pending composition; whatever it yields later is not sent."""
         self._disposed = True
         if self._pending is not None:
-            self._pending.set()
+            self._pending.signal.set()
 
-    async def _prepare_and_dispatch(
-        self, service: Any, mentions: MentionSyntax, value: str, text: str, parsed: Any, cancel: asyncio.Event
-    ) -> None:
+    async def _compose_and_dispatch(self, agent: Any, text: str, pending: _Pending) -> None:
         try:
-            prepared = await service.prepare(self._agent(), [_text_block(parsed.text)], parsed.references, cancel)
+            composition = await agent.compose(text, signal=pending.signal)
         except Exception as exc:  # noqa: BLE001 - every failure is reported the same way
-            if not self._disposed and not cancel.is_set():
-                self._restore(value)
-                self._notify_error(f"Session reference failed: {mentions.describe_error(exc)}")
+            if not self._disposed and not pending.signal.is_set():
+                self._restore(pending.value)
+                # A DshError's message is the line to show; anything else is a bug worth naming.
+                self._notify_error(str(exc) if isinstance(exc, DshError) else f"Message not sent: {exc!r}")
         else:
-            if not self._disposed:
+            if not self._disposed and not pending.signal.is_set():
                 self._editor.add_history(text)
                 # Clear only our own text: a new draft typed while waiting stays.
-                if self._editor.text == value:
+                if self._editor.text == pending.value:
                     self._editor.text = ""
-                self._dispatch(prepared.content, prepared.contexts)
+                self._dispatch(composition)
         finally:
-            self._pending = None
-            self._on_change()
+            if self._pending is pending:
+                self._pending = None
+                self._on_change()
 
     def _restore(self, value: str) -> None:
         # Never overwrite a draft the user started meanwhile.
         if not self._editor.text:
             self._editor.text = value
 
-    def _dispatch(self, content: Sequence[Any], contexts: Sequence[Any]) -> None:
-        # Send versus steer is decided now, after any preparation, not when Enter was pressed.
+    def _dispatch(self, composition: Any) -> None:
+        # Send versus steer is decided now, after composing, not when Enter was pressed.
         agent = self._agent()
         status = agent.status
         if status == "disposed":
             self._notify_error(f'Agent "{agent_id(agent)}" is disposed.')
             return
-        deliver = agent.steer if status == "running" else agent.send
+        steering = status == "running"
+        deliver = agent.steer if steering else agent.send
+        content = list(composition.content)
         try:
-            result = deliver(list(content), contexts=list(contexts))
+            result = deliver(content, contexts=list(composition.contexts))
         except Exception as exc:  # noqa: BLE001 - the agent refused the message; tell the user
             self._notify_error(f"Message not sent: {exc}")
             return
         if inspect.isawaitable(result):
             asyncio.ensure_future(result).add_done_callback(_log_failure)
-
-
-def _text_block(text: str) -> dict[str, str]:
-    return {"type": "text", "text": text}
+        elif steering and getattr(result, "steering", True):
+            self._on_steered(Steered(content, result))
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:
