@@ -17,13 +17,15 @@
         until stdin closes; print `ready` first and `reads <count> rounds <count>` last.
         Exit 1 on any inconsistency.
 
-The host is built exactly as the `dsh` command builds it, with no plugins and DSH_HOME set.
+The host is built exactly as the `dsh` command builds it, with no plugins and DSH_HOME set (and
+the configuration file DSH_CONFIG names, which selects the store).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -41,7 +43,10 @@ CHUNKS_PER_BATCH = 7
 
 
 def start_host(data_dir: str) -> Host:
-    return Host.start(load_config(env={"DSH_HOME": data_dir, "DSH_LOAD_PLUGINS": ""}, cwd=Path(data_dir)))
+    env = {"DSH_HOME": data_dir, "DSH_LOAD_PLUGINS": ""}
+    if os.environ.get("DSH_CONFIG"):  # the store the parent chose
+        env["DSH_CONFIG"] = os.environ["DSH_CONFIG"]
+    return Host.start(load_config(env=env, cwd=Path(data_dir)))
 
 
 def report(line: str, *, wait: bool = True) -> None:

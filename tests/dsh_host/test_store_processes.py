@@ -1,4 +1,5 @@
-"""Reliability with real processes: SIGKILL mid-turn, and concurrent writers and readers."""
+"""Reliability with real processes: SIGKILL mid-turn, and concurrent writers and readers, on every
+store (the writers and readers select theirs through the configuration file `DSH_CONFIG` names)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dsh_host.host import Host
 from dsh_host.session.events import event_from_json
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.surface import fold
+from tests.store_backends import store_config
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
@@ -25,18 +27,26 @@ WRITER = Path(__file__).with_name("store_writer.py")
 TIMEOUT = 60
 
 
-def spawn(*args: str) -> subprocess.Popen:
+@pytest.fixture
+def config(store_backend, tmp_path) -> Path:
+    """The configuration file selecting each store in turn."""
+    return store_config(tmp_path / "dsh.toml", store_backend)
+
+
+def spawn(config: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(WRITER), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "DSH_CONFIG": str(config)},
     )
 
 
-def start_host(home: Path) -> Host:
-    return Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=home))
+def start_host(home: Path, config: Path) -> Host:
+    env = {"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": "", "DSH_CONFIG": str(config)}
+    return Host.start(load_config(env=env, cwd=home))
 
 
 def read_line(proc: subprocess.Popen) -> str:
@@ -60,7 +70,7 @@ def check_every_session(host: Host) -> dict[str, list]:
     return logs
 
 
-def test_a_writer_killed_mid_turn_twenty_times(tmp_path):
+def test_a_writer_killed_mid_turn_twenty_times(tmp_path, config):
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     home = tmp_path / "home"
@@ -69,7 +79,7 @@ def test_a_writer_killed_mid_turn_twenty_times(tmp_path):
         session_id = session_ids[iteration % len(session_ids)]
         k = rng.randint(1, 40)
         race = rng.random() < 0.5  # let the writer go on, so the kill lands while it writes
-        proc = spawn("turns", str(home), session_id)
+        proc = spawn(config, "turns", str(home), session_id)
         try:
             seen = 0
             while True:
@@ -95,7 +105,7 @@ def test_a_writer_killed_mid_turn_twenty_times(tmp_path):
         assert proc.returncode == -signal.SIGKILL, context
         flushed_through = int(line.split()[1])
 
-        with start_host(home) as host:
+        with start_host(home, config) as host:
             logs = check_every_session(host)
             events = logs[session_id]
             if race:
@@ -122,7 +132,7 @@ def test_a_writer_killed_mid_turn_twenty_times(tmp_path):
             assert after[: len(committed)] == committed, context  # committed events are never rewritten
             assert after == [e.to_line() for e in session.events]
             assert interrupted_turn_closers(session.events) == []
-    with start_host(home) as host:
+    with start_host(home, config) as host:
         logs = check_every_session(host)
         assert set(logs) == set(session_ids)
         for events in logs.values():
@@ -135,16 +145,18 @@ def _last_turn_start(events) -> int:
 
 
 @pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
-def test_two_writers_and_a_reader_at_once(tmp_path):
+def test_two_writers_and_a_reader_at_once(tmp_path, config):
     home = tmp_path / "home"
-    with start_host(home) as host:
+    with start_host(home, config) as host:
         assert host.store.list_sessions() == []  # creates the database before the race starts
     count = 3000
-    reader = spawn("read", str(home))
+    reader = spawn(config, "read", str(home))
     writers = []
     try:
         assert read_line(reader) == "ready"
-        writers = [spawn("append", str(home), sid, str(count), str(batch)) for sid, batch in (("a", 2), ("b", 3))]
+        writers = [
+            spawn(config, "append", str(home), sid, str(count), str(batch)) for sid, batch in (("a", 2), ("b", 3))
+        ]
         for writer in writers:
             out, err = writer.communicate(timeout=TIMEOUT)
             assert writer.returncode == 0, err
@@ -160,7 +172,7 @@ def test_two_writers_and_a_reader_at_once(tmp_path):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(TIMEOUT)
-    with start_host(home) as host:
+    with start_host(home, config) as host:
         logs = check_every_session(host)
         assert {sid: len(events) for sid, events in logs.items()} == {"a": count, "b": count}
         for sid, events in logs.items():
