@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import Figure, best_of, interleaved
+from bench.timing import Figure, interleaved
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader
@@ -288,6 +288,17 @@ def append_flush_figure(workdir: Path) -> Figure:
             )
             if row[0]
         ]
+        # The same rows, prebuilt, into a table of the same layout in a database set up the same way.
+        sample = host.sessions.create("/bench", "sample")
+        append_turn(sample, events)
+        host.sessions.forget("sample")
+        lines = [(e.type, e.to_line()) for e in sample.events]
+        conn = sqlite3.connect(workdir / "baseline.sqlite3", isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        for statement in schema:
+            conn.execute(statement)
+        batch = iter(range(1, 1_000_000))
         try:
 
             def append_and_flush() -> None:
@@ -297,21 +308,6 @@ def append_flush_figure(workdir: Path) -> Figure:
                 loop.run_until_complete(host.sessions.flush(session))
                 host.sessions.forget(session.id)
 
-            append_and_flush()  # warm up the statement cache
-            value = best_of(append_and_flush, repeat=9)
-
-            # The same rows, prebuilt, into a table of the same layout in a database set up the same way.
-            sample = host.sessions.create("/bench", "sample")
-            append_turn(sample, events)
-            host.sessions.forget("sample")
-            lines = [(e.type, e.to_line()) for e in sample.events]
-            conn = sqlite3.connect(workdir / "baseline.sqlite3", isolation_level=None)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            for statement in schema:
-                conn.execute(statement)
-            batch = iter(range(1, 1_000_000))
-
             def executemany() -> None:
                 pk = next(batch)
                 rows = [((pk << 32) | seq, kind, line) for seq, (kind, line) in enumerate(lines)]
@@ -319,10 +315,12 @@ def append_flush_figure(workdir: Path) -> Figure:
                 conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
                 conn.execute("COMMIT")
 
+            append_and_flush()  # warm up the statement caches
             executemany()
-            baseline = best_of(executemany, repeat=9)
-            conn.close()
+            # Alternating rounds, so load on a shared machine drifting during the run weighs on both.
+            baseline, value = interleaved(executemany, append_and_flush, rounds=6, repeat=3)
         finally:
+            conn.close()
             loop.close()
     return Figure(
         name="append_flush_1000",
