@@ -17,8 +17,8 @@ from dsh_host.session.events import display_prompt_content, text_of
 if TYPE_CHECKING:
     from dsh_host.session.events import Event
 
-# The reference's defaults: every fallback title in ../shared/fixtures/reference-logs is the
-# first 5 words of its prompt capped at 40 UTF-8 bytes.
+# The reference's defaults: every fallback title in the reference implementation's logs is
+# the first 5 words of its prompt capped at 40 UTF-8 bytes.
 FALLBACK_MAX_WORDS = 5
 FALLBACK_MAX_BYTES = 40
 

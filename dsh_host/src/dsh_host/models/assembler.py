@@ -1,6 +1,6 @@
 """Assemble a stream of model chunks into one assistant message.
 
-The rules are those of `spec/agent-inbox-loop.md` section 10: blocks come out in the order their
+The rules are those of the reference implementation's stream assembler: blocks come out in the order their
 index was first seen; a `block-end` is authoritative and the first one for an index wins; deltas
 after it are ignored; a block that never closed is rebuilt from its deltas; the last `usage`
 wins; a missing `finish` counts as `{"kind": "stop"}`.

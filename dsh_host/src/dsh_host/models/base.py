@@ -1,7 +1,7 @@
 """The model adapter protocol and the request it receives.
 
-Messages, content blocks and stream chunks are plain JSON dicts in the vocabulary of
-`spec/agent-inbox-loop.md` section 1.1 and 10 (camelCase keys), exactly as they are logged:
+Messages, content blocks and stream chunks are plain JSON dicts in the log's vocabulary
+(docs/log-format.md; camelCase keys), exactly as they are logged:
 
 - content blocks: `{"type": "text", "text"}`, `{"type": "reasoning", "text"}`,
   `{"type": "tool-call", "id", "name", "arguments"}`,

@@ -4,7 +4,7 @@
 the seq of the event that broke the rule (None for the header) and the rule's name:
 
 - `seq`: seqs are contiguous from 0.
-- `surface`: the surface fold of `spec/session-core.md` section 2 (markers, replace ranges,
+- `surface`: the surface fold of docs/log-format.md (markers, replace ranges,
   provenance, tool-result rewrites). An event that fails it is folded as if it were log-only,
   so later events are checked against the surface the log really has.
 - `shape`: the current-shape rules a seeded log must satisfy (section 1.2): no legacy
