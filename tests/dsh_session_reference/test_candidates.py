@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,12 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_host import display_inline_text
 from dsh_host.host import Host
 from dsh_host.query import SessionRecord
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
-from dsh_session_reference.candidates import rank_candidates
+from dsh_session_reference.candidates import Candidate, rank_candidates
+from dsh_session_reference.terminal import candidate_completion
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -161,14 +164,14 @@ async def test_target_without_cwd_puts_cwdless_sessions_first(make_host) -> None
 
 
 class HangingQuery:
-    """A query whose `list_sessions` waits until released, then fails."""
+    """A query whose `search_candidates` waits until released, then fails."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.release = asyncio.Event()
         self.finished = asyncio.Event()
 
-    async def list_sessions(self) -> list[SessionRecord]:
+    async def search_candidates(self, query: str, **_: Any) -> list[SessionRecord]:
         self.calls += 1
         try:
             await self.release.wait()
@@ -243,7 +246,7 @@ class FailingQuery:
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    async def list_sessions(self) -> list[SessionRecord]:
+    async def search_candidates(self, query: str, **_: Any) -> list[SessionRecord]:
         raise self.error
 
 
@@ -312,3 +315,86 @@ def test_ranking_equals_a_plain_filter_and_stable_sort(records, target_cwd, quer
     ]
     found = rank_candidates(records, target_id=target_id, target_cwd=target_cwd, query=query, limit=limit)
     assert [(c.session_id, c.label, c.cwd, c.created_at) for c in found] == expected
+
+
+# -- body matches (the store's search) ---------------------------------------------------------
+
+
+def stored_chat(host: Host, session_id: str, cwd: str | None, created_at: int, prompt: str) -> Session:
+    session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd))
+    session.append("user/message", {"content": [{"type": "text", "text": prompt}], "source": {"kind": "user"}},
+                   surface_op="append")  # fmt: skip
+    host.store.append(session.header, list(session.events))
+    return session
+
+
+async def test_body_matches_carry_a_snippet_and_rank_after_name_matches(make_host) -> None:
+    host = make_host()
+    add_sessions(host, "store", D1_SESSIONS)
+    stored_chat(host, "fixer", "/same", 1, "we fixed the migration bug in the else branch")
+    target = await target_of(host, "store")
+
+    found = await host.services.session_references.list_candidates(target, "else")
+
+    assert [(c.session_id, c.snippet) for c in found] == [
+        ("fixer", "we fixed the migration bug in the else branch"),
+        ("other", None),
+    ]
+    assert found[0].to_json() == {
+        "sessionId": "fixer",
+        "label": "fixer",
+        "cwd": "/same",
+        "createdAt": 1,
+        "snippet": "we fixed the migration bug in the else branch",
+    }
+    assert [c.session_id for c in await host.services.session_references.list_candidates(target, "migration")] == [
+        "fixer"
+    ]
+
+
+async def test_a_live_sessions_unflushed_title_is_what_it_matches_on(make_host) -> None:
+    host = make_host()
+    stored = stored_chat(host, "chat", "/w", 1, "walrus talk")
+    live = await host.sessions.resume("chat")
+    live.append("session/title", {"title": "Otter plans", "messageSeqs": [], "source": {"kind": "user"}})
+    assert stored.seq == 1 and live.seq == 2  # the title is not in the store
+    service = host.services.session_references
+    target = SessionHeader(id="target", created_at=0, cwd="/w")
+
+    assert [(c.session_id, c.label) for c in await service.list_candidates(target, "otter")] == [
+        ("chat", "Otter plans")
+    ]
+    assert [(c.session_id, c.label, c.snippet) for c in await service.list_candidates(target, "walrus")] == [
+        ("chat", "Otter plans", "walrus talk")
+    ]
+
+
+async def test_a_superseded_search_is_stopped_in_the_store(make_host) -> None:
+    host = make_host()
+    stored_chat(host, "chat", "/w", 1, "walrus")
+    started, stopped = threading.Event(), threading.Event()
+    search = host.store.search_candidates
+
+    def blocking(query, *, cancel, **kwargs):
+        started.set()
+        if cancel.wait(timeout=30):
+            stopped.set()
+        return search(query, cancel=cancel, **kwargs)
+
+    host.store.search_candidates = blocking
+    cancel = cancel_signal("typing went on")
+    task = asyncio.ensure_future(host.services.session_references.list_candidates(TARGET, "walrus", None, cancel))
+    await asyncio.to_thread(started.wait, 30)
+    cancel.set()
+    with pytest.raises(SessionReferenceError) as info:
+        await task
+    assert info.value.code == ErrorCode.CANCELLED
+    assert await asyncio.to_thread(stopped.wait, 30)
+
+
+def test_a_body_match_shows_its_snippet_last_in_the_menu_terminal_safe() -> None:
+    snippet = "fixed the \x1b[31mbug\n"
+    item = candidate_completion(Candidate("s", "Title", "/w", 0, snippet))
+    assert item.meta == "s · /w · 1970-01-01T00:00:00.000Z · " + display_inline_text(snippet)
+    assert "\x1b" not in item.meta and "\n" not in item.meta
+    assert candidate_completion(Candidate("s", "Title", "/w", 0)).meta == "s · /w · 1970-01-01T00:00:00.000Z"

@@ -106,9 +106,16 @@ def dsh_register_stores(register):
 
 
 def open_sqlite_store(host: Any, table: dict[str, Any]) -> Any:
-    """`[stores.sqlite]`: `path` (default `sessions.sqlite3` under the data dir)."""
+    """`[stores.sqlite]`: `path` (default `sessions.sqlite3` under the data dir).
+
+    Indexing an older database for search on first open reports progress on `dsh.progress`.
+    """
+    from dsh_host.progress import progress_reporter
     from dsh_host.store.sqlite import SqliteSessionStore
 
     reject_unknown("stores.sqlite", table, ("path",))
     path = read_str("stores.sqlite", table, "path", "")
-    return SqliteSessionStore.open(Path(path).expanduser() if path else host.data_dir / SQLITE_FILE)
+    return SqliteSessionStore.open(
+        Path(path).expanduser() if path else host.data_dir / SQLITE_FILE,
+        progress=progress_reporter("indexing sessions for search"),
+    )

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import SessionNotFound, SessionStore
+from dsh_host.store.base import CandidateRow, SessionNotFound, SessionStore
+from dsh_host.store.search import name_matches, name_needle, rank_key
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
@@ -79,6 +81,61 @@ class SessionQuery:
                 persisted=stored is not None,
             )
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
+
+    async def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        signal: asyncio.Event | None = None,
+    ) -> list[CandidateRow]:
+        """Sessions matching `query`, ranked, as the store's `search_candidates` finds them.
+
+        The store searches on a worker thread; setting `signal` (or cancelling the caller)
+        stops it there promptly. Live sessions are matched by name from memory (their latest
+        title may not be flushed yet, or the session not stored at all); their body matches
+        are the store's, so text not yet flushed is not found.
+        """
+        live = [session for session in self._sessions.live() if session.id != target_id]
+        cancel = threading.Event()
+        watcher = None
+        if signal is not None:
+            if signal.is_set():
+                cancel.set()
+            watcher = asyncio.ensure_future(signal.wait())
+            watcher.add_done_callback(lambda done: done.cancelled() or cancel.set())
+        try:
+            rows = await asyncio.to_thread(
+                lambda: self._store().search_candidates(
+                    query, target_id=target_id, target_cwd=target_cwd, limit=limit + len(live), cancel=cancel
+                )
+            )
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        if not live:
+            return rows[:limit]
+        found = {row.id: row for row in rows}
+        needle = name_needle(query)
+        for session in live:
+            title = latest_title(session.events)
+            header = session.header
+            named = CandidateRow(
+                session.id, header.created_at, header.cwd, title["title"] if title else None, None, 0.0
+            )
+            stored = found.get(session.id)
+            if name_matches(needle, named.id, named.cwd, named.title):
+                found[session.id] = named
+            elif stored is not None and stored.snippet is None:
+                del found[session.id]  # it matched on a name it no longer has
+            elif stored is not None:
+                found[session.id] = stored._replace(title=named.title)
+        return sorted(found.values(), key=lambda row: rank_key(row, target_cwd))[:limit]
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title, or None; raises SessionNotFound for an unknown id."""

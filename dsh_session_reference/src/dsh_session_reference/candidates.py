@@ -9,19 +9,31 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Candidate:
-    """A session that can be mentioned: `label` is its latest title, or its id."""
+    """A session that can be mentioned: `label` is its latest title, or its id.
+
+    `snippet` is set when the session matched on what was said in it: a short excerpt around
+    the match, raw text (display it with `display_inline_text`).
+    """
 
     session_id: str
     label: str
     cwd: str | None
     created_at: int | float
+    snippet: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sessionId": self.session_id, "label": self.label}
         if self.cwd is not None:
             out["cwd"] = self.cwd
         out["createdAt"] = self.created_at
+        if self.snippet is not None:
+            out["snippet"] = self.snippet
         return out
+
+
+def candidate_of(row: Any) -> Candidate:
+    """The candidate for a found session (a `CandidateRow`)."""
+    return Candidate(row.id, row.title if row.title is not None else row.id, row.cwd, row.created_at, row.snippet)
 
 
 def rank_candidates(

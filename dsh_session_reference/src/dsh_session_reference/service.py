@@ -17,7 +17,7 @@ from typing import Any
 from dsh_host import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
-from dsh_session_reference.candidates import Candidate, rank_candidates
+from dsh_session_reference.candidates import Candidate, candidate_of
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.frame import build_context
 from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
@@ -157,7 +157,12 @@ class SessionReferenceService:
     async def list_candidates(
         self, target: Any, query: str = "", limit: int | None = None, cancel: Any = None
     ) -> list[Candidate]:
-        """Sessions the target may mention, matched on id, cwd and latest title, ranked."""
+        """Sessions the target may mention, ranked; the query service's store does the search.
+
+        A session matches on its id, cwd or latest title (ranked as the spec's candidates), or
+        on what was said in it (then the candidate carries a snippet, and ranks after the name
+        matches of its cwd group).
+        """
         if limit is None:
             limit = self.candidate_limit
         elif not _positive_safe_int(limit):
@@ -165,8 +170,13 @@ class SessionReferenceService:
         target_id, target_cwd = target_identity(target)
         if is_set(cancel):
             raise cancelled_error(cancel)
-        records = await race(self._query.list_sessions(), cancel)
-        return rank_candidates(records, target_id=target_id, target_cwd=target_cwd, query=query, limit=limit)
+        rows = await race(
+            self._query.search_candidates(
+                query, target_id=target_id, target_cwd=target_cwd, limit=limit, signal=cancel
+            ),
+            cancel,
+        )
+        return [candidate_of(row) for row in rows]
 
     @staticmethod
     def describe_error(error: BaseException) -> str:

@@ -58,7 +58,10 @@ class SessionCompletions:
 
 
 def candidate_completion(candidate: Any) -> MentionCompletion:
-    """One menu item: `Session · <label>`, the id (when it differs), cwd and creation time."""
+    """One menu item: `Session · <label>`, the id (when it differs), cwd, creation time and snippet.
+
+    The snippet (a body match's excerpt) ends the description, terminal-safe.
+    """
     # The label is escaped before it becomes the mention label, so the readable `@label` the
     # model and the transcript see is inert; the URI keeps the raw id.
     label = display_inline_text(candidate.label)
@@ -67,6 +70,9 @@ def candidate_completion(candidate: Any) -> MentionCompletion:
         parts.append(display_inline_text(candidate.session_id))
     parts.append(display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)")
     parts.append(iso_utc(candidate.created_at))
+    snippet = getattr(candidate, "snippet", None)  # a service's candidates need not carry one
+    if snippet is not None:
+        parts.append(display_inline_text(snippet))
     return MentionCompletion(
         format_mention(candidate.session_id, label) + " ", display=f"Session · {label}", meta=" · ".join(parts)
     )

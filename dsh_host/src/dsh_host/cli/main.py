@@ -20,6 +20,7 @@ import click
 
 from dsh_host import __version__
 from dsh_host.cli import chat
+from dsh_host.cli.progress_bar import drawing_progress
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
@@ -95,7 +96,9 @@ def _logging_to_stderr(debug: bool) -> Iterator[None]:
     logger.setLevel(logging.DEBUG if debug else logging.WARNING)
     logger.propagate = False
     try:
-        yield
+        # Progress of long work (first-open indexing) is a bar on a terminal, not log lines.
+        with drawing_progress(sys.stderr):
+            yield
     finally:
         logger.handlers[:], level, logger.propagate = saved
         logger.setLevel(level)

@@ -1,10 +1,11 @@
-"""`dsh sessions list|show|export|import|check`."""
+"""`dsh sessions list|search|show|export|import|check`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -48,6 +49,52 @@ def list_(host: Host, as_json: bool) -> None:
             title = display_inline_text(record.title) if record.title else "(untitled)"
             cwd = display_inline_text(record.cwd) if record.cwd else "(no cwd)"
             click.echo(f"{display_inline_text(record.id)}  {iso_utc(record.created_at)}  {cwd}  {title}")
+
+
+@sessions.command()
+@click.argument("query")
+@click.option(
+    "--cwd", type=click.Path(file_okay=False), help="Rank this directory's sessions first (default: the current one)."
+)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Print at most this many.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.pass_obj
+def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -> None:
+    """Find sessions by id, title, cwd or what was said in them, best first.
+
+    The query is plain words (no search syntax). A session that matched on what was said shows
+    a snippet around the match on the line below it.
+    """
+    target_cwd = str(Path.cwd()) if cwd is None else cwd
+    rows = asyncio.run(
+        host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
+    )
+    now = time.time() * 1000
+    for row in rows:
+        if as_json:
+            out = {
+                "id": row.id,
+                "title": row.title,
+                "cwd": row.cwd,
+                "createdAt": row.created_at,
+                "snippet": row.snippet,
+            }
+            click.echo(inert_json(json.dumps(out, ensure_ascii=False)))
+            continue
+        title = display_inline_text(row.title) if row.title else "(untitled)"
+        where = display_inline_text(row.cwd) if row.cwd else "(no cwd)"
+        click.echo(f"{display_inline_text(row.id)}  {age(row.created_at, now)}  {where}  {title}")
+        if row.snippet is not None:
+            click.echo(f"    {display_inline_text(row.snippet)}")
+
+
+def age(created_at: float, now: float) -> str:
+    """How long ago a time (ms since the epoch) was, in its largest whole unit (`5m`, `3d`)."""
+    seconds = max(0, (now - created_at) / 1000)
+    for unit, size in (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
 
 
 @sessions.command()

@@ -28,6 +28,15 @@ def name_needle(query: str) -> str:
     return query.lower()
 
 
+def name_matches(needle: str, session_id: str, cwd: str | None, title: str | None) -> bool:
+    """Whether a session matches `needle` (from `name_needle`) by name, as the spec's candidates do."""
+    return (
+        needle in session_id.lower()
+        or (cwd is not None and needle in cwd.lower())
+        or (title is not None and needle in title.lower())
+    )
+
+
 def body_words(query: str) -> list[str]:
     """The words every body match must contain, in query order (duplicates dropped)."""
     words: list[str] = []

@@ -75,13 +75,16 @@ def register_fold(conn: sqlite3.Connection, to_text: Callable, from_text: Callab
 
 
 def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None) -> None:
-    """Index every stored session (inside the caller's transaction); `progress(done, total)` sessions."""
+    """Index every stored session (inside the caller's transaction).
+
+    `progress(done, total)` hears, in sessions, how far it is, when there is more than a batch.
+    """
     conn.execute(_FILL_NAMES)
     pks = [pk for (pk,) in conn.execute("SELECT pk FROM sessions ORDER BY pk")]
     for start in range(0, len(pks), FILL_BATCH_SESSIONS):
         batch = pks[start : start + FILL_BATCH_SESSIONS]
         conn.execute(_FILL_SURFACE, (batch[0], batch[-1]))
-        if progress is not None:
+        if progress is not None and len(pks) > FILL_BATCH_SESSIONS:
             progress(start + len(batch), len(pks))
 
 

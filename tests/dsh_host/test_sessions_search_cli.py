@@ -1,0 +1,92 @@
+"""`dsh sessions search`, and the progress bar the CLI draws for a store's first-open indexing."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from dsh_host.cli.progress_bar import drawing_progress
+from dsh_host.progress import progress_reporter
+from dsh_host.session.events import SessionHeader
+from dsh_host.session.session import Session
+
+# Its logs are built by hand (turnless fixtures), not written by dsh.
+pytestmark = pytest.mark.foreign_logs
+
+DAY_MS = 86_400_000
+
+
+def store_chat(host, session_id: str, cwd: str | None, created_at: float, prompt: str, title: str | None = None):
+    session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd))
+    content = [{"type": "text", "text": prompt}]
+    session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
+    if title is not None:
+        session.append("session/title", {"title": title, "messageSeqs": [], "source": {"kind": "user"}})
+    host.store.append(session.header, list(session.events))
+
+
+@pytest.fixture
+def stored(dsh_cli, make_host):
+    host = make_host(data_dir=dsh_cli.home)
+    store_chat(host, "elsewhere", "/else", 3 * DAY_MS, "the migration bug, seen elsewhere")
+    store_chat(host, "here", str(dsh_cli.cwd), 2 * DAY_MS, "we fixed the migration bug", "Fix \x1b[2Jit")
+    store_chat(host, "named", None, 1 * DAY_MS, "nothing", "Migration plan")
+    host.close()
+
+
+def test_search_prints_id_age_cwd_title_and_the_snippet(dsh_cli, stored):
+    code, out, err = dsh_cli("sessions", "search", "migration")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert [line.split("  ")[0] for line in lines if not line.startswith("    ")] == ["here", "named", "elsewhere"]
+    assert lines[0].startswith("here  ") and lines[0].endswith(f"  {dsh_cli.cwd}  Fix \\x1b[2Jit")
+    assert " ago  " in lines[0]
+    assert lines[1] == "    we fixed the migration bug"
+    assert lines[2].endswith("  (no cwd)  Migration plan")
+    assert lines[4] == "    the migration bug, seen elsewhere"
+
+
+def test_search_with_cwd_limit_and_json(dsh_cli, stored):
+    code, out, _ = dsh_cli("sessions", "search", "MIGRATION", "--cwd", "/else", "--limit", "2", "--json")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {
+            "id": "elsewhere",
+            "title": None,
+            "cwd": "/else",
+            "createdAt": 3 * DAY_MS,
+            "snippet": "the migration bug, seen elsewhere",
+        },
+        {"id": "named", "title": "Migration plan", "cwd": None, "createdAt": DAY_MS, "snippet": None},
+    ]
+
+
+@pytest.mark.parametrize("query", ['"unbalanced (', "NEAR(a b) OR *", "\x00\x1b"])
+def test_search_syntax_is_plain_text(dsh_cli, stored, query):
+    code, out, err = dsh_cli("sessions", "search", query)
+    assert (code, out, err) == (0, "", "")
+
+
+def test_search_refuses_a_limit_below_one(dsh_cli, stored):
+    code, _, err = dsh_cli("sessions", "search", "x", "--limit", "0")
+    assert code != 0 and "--limit" in err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_records_become_a_bar_on_a_terminal_only():
+    terminal, pipe = Terminal(), io.StringIO()
+    report = progress_reporter("indexing")
+    with drawing_progress(terminal):
+        report(1, 4)
+        report(4, 4)
+    with drawing_progress(pipe):
+        report(1, 4)
+    report(2, 4)  # drawn by nobody once the block ended
+    assert terminal.getvalue() == f"\rdsh: indexing [{'#' * 7}{'.' * 23}] 1/4\rdsh: indexing [{'#' * 30}] 4/4\n"
+    assert pipe.getvalue() == ""
