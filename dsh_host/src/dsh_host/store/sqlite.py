@@ -322,7 +322,7 @@ class SqliteSessionStore:
                 )
             expected += 1
             kind, line = event.type, event.to_line()
-            rows.append((base | seq, kind, line if line.isascii() else _json_text(line)))
+            rows.append((base | seq, _text(kind), line if line.isascii() else _json_text(line)))
             if kind in _MARKED_TYPES:
                 marked.append(event)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
