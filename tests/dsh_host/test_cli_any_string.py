@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_host import escape_lone_surrogates, join_surrogate_pairs
-from dsh_host.cli.main import build_cli, main
-from dsh_host.config import load_config
+from dsh_host.cli.main import build_cli
 from dsh_host.host import Host
+from dsh_host.testing import HostFactory
 from dsh_host.testing import LogBuilder as L
 from dsh_host.tui.terminal_text import display_inline_text
 from dsh_session_reference import format_mention, parse_text
@@ -107,8 +107,8 @@ def seed_target(home: Path) -> Path:
 def test_every_output_path_survives_every_string(s: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        env = {"DSH_HOME": str(home / "data"), "DSH_LOAD_PLUGINS": "session-reference"}
-        with Host.start(load_config(env=env, cwd=home)) as host:
+        # Hypothesis runs many examples in one test: a factory per example, not the fixture.
+        with HostFactory(home)(["session-reference"]) as host:
             check_commands(host, home, s)
 
 
@@ -181,10 +181,9 @@ def expected_preview(host: Host, message: str) -> Any:
     return json.loads(js_line(asyncio.run(prepare()).to_json()))
 
 
-def test_an_error_naming_any_string_is_one_inert_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
-    monkeypatch.delenv("DSH_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert main(["sessions", "show", "nope\ud800\x9b"]) == 1
-    assert capsys.readouterr().err == 'dsh: error: session "nope\\ud800\\x9b" not found\n'
+def test_an_error_naming_any_string_is_one_inert_line(dsh_cli):
+    assert dsh_cli("sessions", "show", "nope\ud800\x9b") == (
+        1,
+        "",
+        'dsh: error: session "nope\\ud800\\x9b" not found\n',
+    )

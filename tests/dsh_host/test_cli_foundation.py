@@ -10,34 +10,36 @@ import textwrap
 import pytest
 
 from dsh_host import __version__
-from dsh_host.cli.main import main
+from dsh_host.testing import DshRunner
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv("DSH_CONFIG", raising=False)
-    monkeypatch.delenv("DSH_LOAD_PLUGINS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("platformdirs.user_config_dir", lambda name: str(tmp_path / "no-user-config"))
+@pytest.fixture
+def dsh(dsh_cli: DshRunner) -> DshRunner:
+    """`dsh` with its data in tmp_path/data and the configured (or default) plugins mounted."""
+    dsh_cli.home = dsh_cli.root / "data"
+    dsh_cli.plugins = None
+    return dsh_cli
 
 
-def test_version(capsys):
-    assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"dsh {__version__}"
+def test_version(dsh):
+    code, out, _ = dsh("--version")
+    assert code == 0
+    assert out.strip() == f"dsh {__version__}"
 
 
-def test_global_options_are_read_once_before_the_command(capsys, tmp_path):
+def test_global_options_are_read_once_before_the_command(dsh, tmp_path):
     (tmp_path / "chosen.toml").write_text('[host]\nplugins = ["retention"]\n')
-    assert main(["--debug", "--config", str(tmp_path / "chosen.toml"), "config", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["file"] == str(tmp_path / "chosen.toml")
-    assert main([f"--config={tmp_path / 'chosen.toml'}", "--debug", "plugins", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["mounted"] == ["retention"]
+    code, out, _ = dsh("--debug", "--config", str(tmp_path / "chosen.toml"), "config", "--json")
+    assert code == 0
+    assert json.loads(out)["file"] == str(tmp_path / "chosen.toml")
+    code, out, _ = dsh(f"--config={tmp_path / 'chosen.toml'}", "--debug", "plugins", "--json")
+    assert code == 0
+    assert json.loads(out)["mounted"] == ["retention"]
 
 
-def test_global_options_are_listed_in_help_and_not_as_group_options(capsys):
-    assert main(["--help"]) == 0
-    out = capsys.readouterr().out
+def test_global_options_are_listed_in_help_and_not_as_group_options(dsh):
+    code, out, _ = dsh("--help")
+    assert code == 0
     assert "--config PATH  Read this configuration file." in out
     assert "--debug        Print tracebacks on errors." in out
     assert "--version      Print the version and exit." in out
@@ -45,15 +47,17 @@ def test_global_options_are_listed_in_help_and_not_as_group_options(capsys):
     assert options.split() == ["-h,", "--help", "Show", "this", "message", "and", "exit."]
 
 
-def test_config_without_a_path_is_a_usage_error(capsys):
-    assert main(["--config"]) == 2
-    assert capsys.readouterr().err == "dsh: error: Option '--config' requires an argument.\n"
+def test_config_without_a_path_is_a_usage_error(dsh):
+    code, _, err = dsh("--config")
+    assert code == 2
+    assert err == "dsh: error: Option '--config' requires an argument.\n"
 
 
-def test_plugins_json_lists_installed_and_mounted(capsys, monkeypatch):
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "retention,compact")
-    assert main(["plugins", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+def test_plugins_json_lists_installed_and_mounted(dsh):
+    dsh.plugins = ["retention", "compact"]
+    code, out, _ = dsh("plugins", "--json")
+    assert code == 0
+    out = json.loads(out)
     names = {p["name"]: p for p in out["installed"]}
     assert {"compact", "retention", "session-reference", "fs-read"} <= set(names)
     assert out["mounted"] == ["retention", "compact"]
@@ -61,44 +65,47 @@ def test_plugins_json_lists_installed_and_mounted(capsys, monkeypatch):
     assert not names["session-reference"]["mounted"]
 
 
-def test_config_json_shows_origins(capsys, tmp_path):
+def test_config_json_shows_origins(dsh, tmp_path):
     (tmp_path / "dsh.toml").write_text('[host]\nmodel = "scripted"\nplugins = ["retention"]\n')
-    assert main(["config", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    code, out, _ = dsh("config", "--json")
+    assert code == 0
+    out = json.loads(out)
     assert out["file"] == str(tmp_path / "dsh.toml")
     assert out["origins"]["host.model"] == str(tmp_path / "dsh.toml")
     assert out["origins"]["models"] == "defaults"
     assert out["mounted"] == ["retention"]
 
 
-def test_syntax_error_is_one_line_exit_2(capsys, tmp_path):
+def test_syntax_error_is_one_line_exit_2(dsh, tmp_path):
     (tmp_path / "dsh.toml").write_text("[host\n")
-    assert main(["plugins"]) == 2
-    err = capsys.readouterr().err
+    code, _, err = dsh("plugins")
+    assert code == 2
     assert err.startswith(f"dsh: error: {tmp_path / 'dsh.toml'}:1:")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_unknown_plugin_exit_2(capsys, monkeypatch):
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "nope")
-    assert main(["plugins"]) == 2
-    err = capsys.readouterr().err
+def test_unknown_plugin_exit_2(dsh):
+    dsh.plugins = ["nope"]
+    code, _, err = dsh("plugins")
+    assert code == 2
     assert "unknown plugin 'nope'" in err and "session-reference" in err
 
 
-def test_bad_value_for_every_command(capsys, tmp_path):
+def test_bad_value_for_every_command(dsh, tmp_path):
     (tmp_path / "dsh.toml").write_text("[plugins.session-reference]\nmax_references = 4\n")
     for argv in (["plugins"], ["config"], ["sessions", "list"]):
-        assert main(argv) == 2
-        assert "[plugins.session-reference] max_references must be an integer in 1..3, got 4" in capsys.readouterr().err
+        code, _, err = dsh(*argv)
+        assert code == 2
+        assert "[plugins.session-reference] max_references must be an integer in 1..3, got 4" in err
 
 
-def test_usage_error_is_exit_2(capsys):
-    assert main(["sessions", "show"]) == 2
-    assert capsys.readouterr().err.startswith("dsh: error:")
+def test_usage_error_is_exit_2(dsh):
+    code, _, err = dsh("sessions", "show")
+    assert code == 2
+    assert err.startswith("dsh: error:")
 
 
-def test_plugin_adds_subcommand_through_dsh_register_commands(tmp_path, monkeypatch, capsys):
+def test_plugin_adds_subcommand_through_dsh_register_commands(dsh, tmp_path, monkeypatch):
     site = tmp_path / "site"
     (site / "cmdplug-0.1.dist-info").mkdir(parents=True)
     (site / "cmdplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: cmdplug\nVersion: 0.1\n")
@@ -118,15 +125,20 @@ def test_plugin_adds_subcommand_through_dsh_register_commands(tmp_path, monkeypa
         )
     )
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "hello")
-    assert main(["hello"]) == 0
-    assert capsys.readouterr().out.strip() == "hello from a plugin"
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "")
-    assert main(["hello"]) == 2  # not mounted: the command does not exist
+    dsh.plugins = ["hello"]
+    code, out, _ = dsh("hello")
+    assert code == 0
+    assert out.strip() == "hello from a plugin"
+    dsh.plugins = []
+    assert dsh("hello").exit_code == 2  # not mounted: the command does not exist
 
 
 def test_console_script_runs(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_host.cli.main", "--version"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "dsh_host.cli.main", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
     )
     assert done.returncode == 0 and done.stdout.strip() == f"dsh {__version__}"

@@ -13,7 +13,6 @@ import pytest
 from dsh_host import ConfigError, hookimpl
 from dsh_host.agent.decisions import Allow, Block
 from dsh_host.asyncs import resolve
-from dsh_host.cli.main import main
 from dsh_host.config import load_config
 from dsh_host.errors import PluginError
 from dsh_host.host import Host
@@ -155,14 +154,14 @@ def test_a_failing_unmount_is_a_logged_warning_and_the_others_still_unmount(tmp_
     assert capsys.readouterr() == ("", "")  # through logging only: library code prints nothing
 
 
-def test_the_command_line_shows_an_unmount_warning_as_one_line(tmp_path, fake_plugins, monkeypatch, capsys):
+def test_the_command_line_shows_an_unmount_warning_as_one_line(dsh_cli, tmp_path, fake_plugins):
     (tmp_path / "dsh.toml").write_text("")
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "broken-unmount")
+    dsh_cli.home = tmp_path / "data"
+    dsh_cli.plugins = ["broken-unmount"]
 
-    assert main(["--config", str(tmp_path / "dsh.toml"), "plugins"]) == 0
+    code, _, err = dsh_cli("--config", str(tmp_path / "dsh.toml"), "plugins")
 
-    err = capsys.readouterr().err
+    assert code == 0
     assert err == "dsh: warning: plugin 'broken-unmount' failed to unmount: ValueError: boom at unmount\n"
 
 

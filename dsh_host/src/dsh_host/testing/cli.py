@@ -22,8 +22,9 @@ class CliResult(NamedTuple):
 class DshRunner:
     """Runs `dsh_host.cli.main` under click's `CliRunner`, with its own data and config dirs.
 
-    Each call sets `DSH_HOME` to `home`, `DSH_LOAD_PLUGINS` to `plugins` (none by default),
-    unsets `DSH_CONFIG` and `DSH_SCRIPT`, points the user configuration dir into `root` (so a
+    Each call sets `DSH_HOME` to `home` and `DSH_LOAD_PLUGINS` to `plugins` (none by default;
+    None leaves the variable unset, so the configured or default plugins mount), unsets
+    `DSH_CONFIG` and `DSH_SCRIPT`, points the user configuration dir into `root` (so a
     developer's own `dsh.toml` never applies) and runs in `cwd`; `env` adds or overrides
     variables (`None` unsets one). Change `plugins`, `env` and `cwd` between calls as needed.
     """
@@ -32,21 +33,21 @@ class DshRunner:
         self,
         root: str | os.PathLike[str],
         *,
-        plugins: Sequence[str] = (),
+        plugins: Sequence[str] | None = (),
         env: Mapping[str, str | None] | None = None,
     ) -> None:
         self.root = Path(root)
         self.home = self.root / "home"
         """The data dir (`DSH_HOME`) of every command."""
         self.cwd = self.root
-        self.plugins = list(plugins)
+        self.plugins: list[str] | None = None if plugins is None else list(plugins)
         self.env: dict[str, str | None] = dict(env or {})
 
     def environment(self) -> dict[str, str | None]:
         """The variables a command runs with (on top of the process's own)."""
         return {
             "DSH_HOME": str(self.home),
-            "DSH_LOAD_PLUGINS": ",".join(self.plugins),
+            "DSH_LOAD_PLUGINS": None if self.plugins is None else ",".join(self.plugins),
             "DSH_CONFIG": None,
             "DSH_SCRIPT": None,
             "XDG_CONFIG_HOME": str(self.root / "user-config"),
