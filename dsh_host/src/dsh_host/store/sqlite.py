@@ -322,7 +322,8 @@ class SqliteSessionStore:
                 )
             expected += 1
             kind, line = event.type, event.to_line()
-            rows.append((base | seq, _text(kind), line if line.isascii() else _json_text(line)))
+            stored_kind = kind if kind.isascii() else _text(kind)  # a lone surrogate makes it bytes
+            rows.append((base | seq, stored_kind, line if line.isascii() else _json_text(line)))
             if kind in _MARKED_TYPES:
                 marked.append(event)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
