@@ -9,10 +9,12 @@ import pytest
 
 from dsh_compact.config import load_compact_config
 from dsh_compact.errors import CompactionError, SummarizationError
+from dsh_compact.scripted_reply import scripted_reply
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import (
     CHECKPOINT_PREAMBLE,
     COMPACTION_INSTRUCTION,
+    PURPOSE,
     ModelSummarizer,
     SummarizationInput,
     frame,
@@ -241,7 +243,8 @@ async def test_an_adapter_failure_propagates_through_the_transaction(fx) -> None
 async def test_the_scripted_plain_mode_summary_is_smaller(fx) -> None:
     session = fx.conversation(4)
     models = Models([])
-    models.adapter = ScriptedAdapter()  # plain mode answers compaction requests itself
+    # Plain mode answers compaction requests with the plugin's checkpoint (its dsh_scripted_reply).
+    models.adapter = ScriptedAdapter(plugin_reply=lambda request: scripted_reply(request, PURPOSE))
     service = CompactionService(load_compact_config({}), summarizer=summarizer(models), capacity=lambda t: None)
     result = await service.compact_region(session, 1, 16)
     assert "## Primary Request and Intent" in result.summary[0]["text"]

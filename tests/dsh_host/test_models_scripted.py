@@ -9,19 +9,23 @@ from types import SimpleNamespace
 
 import pytest
 
+import dsh_compact.plugin
+import dsh_session_reference.plugin
+from dsh_compact.scripted_reply import compaction_summary
+from dsh_host import builtins, hookimpl
 from dsh_host.config import load_config
 from dsh_host.errors import ConfigError
 from dsh_host.models.assembler import StreamAssembler
 from dsh_host.models.base import ModelFailure, ModelRequest
 from dsh_host.models.scripted import (
     ScriptedAdapter,
-    compaction_summary,
     create,
     load_script,
     max_tokens_response,
     text_response,
     tool_call_response,
 )
+from dsh_host.plugins import new_plugin_manager
 
 COMPACTION_INSTRUCTION_HEAD = "You are now acting as a compaction engine for this AI coding assistant."
 HEADINGS = [
@@ -34,6 +38,19 @@ HEADINGS = [
     "## Next Step",
     "## Critical Context",
 ]
+
+
+def replying(*plugins) -> ScriptedAdapter:
+    """A plain-mode adapter whose plugin replies come from `plugins`, as `create` wires them."""
+    pm = new_plugin_manager()
+    for plugin in (builtins, *plugins):
+        pm.register(plugin)
+    return ScriptedAdapter(plugin_reply=lambda request: pm.hook.dsh_scripted_reply(request=request))
+
+
+def with_features() -> ScriptedAdapter:
+    """The keyless model of a host with compaction and session-reference mounted."""
+    return replying(dsh_compact.plugin, dsh_session_reference.plugin)
 
 
 def user(*texts: str) -> dict:
@@ -281,7 +298,9 @@ def test_bad_toml_and_unknown_suffix_and_missing_file(tmp_path: Path):
 
 def host_with(tmp_path: Path, toml: str = "") -> SimpleNamespace:
     (tmp_path / "dsh.toml").write_text(toml)
-    return SimpleNamespace(config=load_config(env={}, cwd=tmp_path))
+    pm = new_plugin_manager()
+    pm.register(builtins)
+    return SimpleNamespace(config=load_config(env={}, cwd=tmp_path), hook=pm.hook)
 
 
 async def test_create_reads_the_configured_script_relative_to_the_config_file(tmp_path: Path):
@@ -348,7 +367,7 @@ async def test_plain_mode_reads_referenced_sessions_as_background():
         "\n\n## My request:\n",
         "what did we decide?",
     )
-    text = await reply_text(ScriptedAdapter(), request(message))
+    text = await reply_text(with_features(), request(message))
     assert text == (
         'I read the referenced-session snapshot (2 sessions: "Source session", "Other") as background. '
         "Scripted reply: what did we decide?"
@@ -357,7 +376,7 @@ async def test_plain_mode_reads_referenced_sessions_as_background():
 
 async def test_plain_mode_survives_an_unreadable_snapshot():
     message = user("<referenced-sessions>\nnot json\n</referenced-sessions>\n\n## My request:\nhi")
-    text = await reply_text(ScriptedAdapter(), request(message))
+    text = await reply_text(with_features(), request(message))
     assert text == "I could not read the referenced-session snapshot. Scripted reply: hi"
 
 
@@ -389,8 +408,8 @@ def conversation() -> list[dict]:
 async def test_compaction_requests_get_a_structured_checkpoint():
     messages = [*conversation(), user(COMPACTION_INSTRUCTION_HEAD + " ...")]
     req = request(*messages, purpose="compaction")
-    summary = await reply_text(ScriptedAdapter(), req)
-    assert summary == await reply_text(ScriptedAdapter(), req)  # deterministic
+    summary = await reply_text(with_features(), req)
+    assert summary == await reply_text(with_features(), req)  # deterministic
     assert [line for line in summary.splitlines() if line.startswith("## ")] == HEADINGS
     assert summary.startswith('## Primary Request and Intent\n- "Please refactor src/app.py')
     assert '## Current Work\n- "Now add tests for the loader and run them."' in summary
@@ -404,7 +423,7 @@ async def test_compaction_requests_get_a_structured_checkpoint():
 
 async def test_compaction_is_recognised_by_the_instruction_even_without_a_purpose():
     req = request(*conversation(), user(COMPACTION_INSTRUCTION_HEAD))
-    assert (await reply_text(ScriptedAdapter(), req)).startswith("## Primary Request and Intent")
+    assert (await reply_text(with_features(), req)).startswith("## Primary Request and Intent")
 
 
 def test_checkpoint_quotes_are_shortened_and_shrink_with_the_input():
@@ -429,5 +448,25 @@ def test_checkpoint_carries_a_prior_checkpoint_primary_request_forward():
 async def test_referenced_sessions_are_found_before_a_separate_context():
     prompt = user("<referenced-sessions>\n[]\n</referenced-sessions>", "\n\n## My request:\n", "go on")
     req = request(user("old"), assistant("ok"), prompt, user("<note>"))
-    text = await reply_text(ScriptedAdapter(), req)
+    text = await reply_text(with_features(), req)
     assert text == "I read the referenced-session snapshot (no sessions) as background. Scripted reply: go on"
+
+
+class Oracle:
+    """A throwaway plugin answering requests that end in a question mark through `dsh_scripted_reply`."""
+
+    @hookimpl
+    def dsh_scripted_reply(self, request):
+        text = "".join(b.get("text", "") for b in request.messages[-1]["content"])
+        return "42" if text.endswith("?") else None
+
+
+async def test_plugins_answer_in_plain_mode_before_the_echo():
+    adapter = replying(Oracle())
+    assert await reply_text(adapter, request(user("what is it?"))) == "42"
+    assert await reply_text(adapter, request(user("tell me"))) == "Scripted reply: tell me"
+
+
+async def test_without_the_features_their_requests_get_the_echo():
+    req = request(user(COMPACTION_INSTRUCTION_HEAD), purpose="compaction")
+    assert (await reply_text(ScriptedAdapter(), req)).startswith("Scripted reply: You are now acting")

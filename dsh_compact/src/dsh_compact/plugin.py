@@ -19,6 +19,7 @@ from dsh_compact.display import COMPACTION_HEADER, render_compact_end
 from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.prune import ToolResultPruner
+from dsh_compact.scripted_reply import scripted_reply
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import PURPOSE, ModelSummarizer
 from dsh_compact.targets import ModelTarget
@@ -110,3 +111,9 @@ def dsh_register_renderers(register: Any) -> None:
 def dsh_model_request_headers(provider: str, request: Any) -> dict[str, str] | None:
     """Mark summary requests with `x-deepseek-harness-compact: 1`."""
     return {COMPACTION_HEADER: "1"} if request.purpose == PURPOSE else None
+
+
+@hookimpl
+def dsh_scripted_reply(request: Any) -> str | None:
+    """The keyless model answers a summary request with a structured checkpoint."""
+    return scripted_reply(request, PURPOSE)

@@ -50,10 +50,19 @@ from dsh_host.jstext import (
 from dsh_host.models.assembler import AssembledMessage, StreamAssembler
 from dsh_host.models.base import ModelAdapter, ModelFailure, ModelRequest, ToolSchema
 from dsh_host.models.registry import ResolvedModel
+from dsh_host.models.scripted import message_text, shorten_text, unanswered_messages
 from dsh_host.query import SessionQuery, SessionRecord, TitleSnapshot
 from dsh_host.services import Services
 from dsh_host.session.check import LogInvariant, Violation, check_log
-from dsh_host.session.events import Event, InvalidEvent, SessionHeader, SurfaceText, event_from_json, surface_text
+from dsh_host.session.events import (
+    PROMPT_DELIMITER,
+    Event,
+    InvalidEvent,
+    SessionHeader,
+    SurfaceText,
+    event_from_json,
+    surface_text,
+)
 from dsh_host.session.jsonl import InvalidLog
 from dsh_host.session.lossless import NotLosslessJson
 from dsh_host.session.messages import derive_event_message
@@ -87,6 +96,7 @@ __all__ = [
     "ABSENT",
     "DROPPED",
     "JS_WHITESPACE",
+    "PROMPT_DELIMITER",
     "Agent",
     "Allow",
     "AssembledMessage",
@@ -163,6 +173,7 @@ __all__ = [
     "js_string",
     "js_trim",
     "load_config",
+    "message_text",
     "plan",
     "read_bool",
     "read_float",
@@ -173,9 +184,11 @@ __all__ = [
     "render_error",
     "request_json",
     "resolve",
+    "shorten_text",
     "show",
     "surface_text",
     "transcript_card",
     "transcript_error",
     "transcript_notice",
+    "unanswered_messages",
 ]

@@ -408,3 +408,15 @@ def dsh_compose_message(agent, text, signal):
     Ctrl+C, the editor moved on): stop waiting then. Raise a `dsh_host.DshError` whose message
     is the one line to show and whose `code` names the failure; nothing is sent.
     """
+
+
+@hookspec(firstresult=True)
+def dsh_scripted_reply(request):
+    """Answer a request to the keyless `scripted` model in its plain (script-less) mode.
+
+    Called by the scripted model once per request it answers without a script, before its
+    own echo of the user's request. `request` is the `dsh_host.ModelRequest`. Return the reply
+    text for a request this plugin recognises (compaction answers its summary requests with a
+    structured checkpoint; session-reference acknowledges a referenced-session snapshot), or
+    None to abstain; the first text wins and becomes one text block.
+    """

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dsh_host import hookimpl, read_int, reject_unknown
 from dsh_session_reference.compose import compose
 from dsh_session_reference.frame import META_KIND
+from dsh_session_reference.scripted_reply import scripted_reply
 from dsh_session_reference.service import (
     DEFAULT_CANDIDATE_LIMIT,
     DEFAULT_MAX_REFERENCE_BYTES,
@@ -64,3 +65,9 @@ def dsh_register_completions(host, register):
     service = host.services.get(SERVICE)
     if service is not None:
         register(SessionCompletions(service), HINT)
+
+
+@hookimpl
+def dsh_scripted_reply(request):
+    """The keyless model acknowledges a referenced-session snapshot it was given."""
+    return scripted_reply(request)

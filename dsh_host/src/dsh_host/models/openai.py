@@ -85,7 +85,7 @@ def to_openai_messages(messages: Sequence[Mapping[str, Any]], system: str | None
 
 def _joined_text(blocks: Sequence[Mapping[str, Any]]) -> str:
     # Joined with nothing in between: a prompt-prefix message is several blocks that read as one
-    # text (`...</referenced-sessions>` + "\n\n## My request:\n" + the request).
+    # text (the baked contexts + the prompt delimiter + the request).
     return "".join(block["text"] for block in blocks if block.get("type") == "text")
 
 

@@ -1,9 +1,10 @@
-"""The keyless, deterministic model: canned replies, script files, and compaction summaries.
+"""The keyless, deterministic model: canned replies and script files.
 
 Without a script it answers every request from the request alone (no randomness, no clock):
-an echo of the user's request, an acknowledgement of referenced sessions, or a structured
-checkpoint for compaction requests. With a script (a list of entries, or a JSON or TOML file)
-it plays the entries in order, one per request, which is what tests use.
+with what a plugin's `dsh_scripted_reply` returns for it (compaction answers its summary
+requests with a structured checkpoint, session-reference acknowledges referenced sessions), else
+an echo of the user's request. With a script (a list of entries, or a JSON or TOML file) it
+plays the entries in order, one per request, which is what tests use.
 
 The chunk-list builders reproduce the reference test fixture's helpers exactly, so logs written
 with them match the reference's golden logs.
@@ -15,11 +16,9 @@ import asyncio
 import inspect
 import json
 import os
-import re
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,14 +38,11 @@ ScriptEntry = list[JsonDict] | Callable[[ModelRequest], Any] | str
 
 HANG = "hang"
 DEFAULT_CONTEXT_WINDOW = 128000
-REQUEST_DELIMITER = "\n\n## My request:\n"
-COMPACTION_MARKER = "acting as a compaction engine"
+REPLY_LIMIT = 200
+"""How many characters of the request an echo reply quotes."""
 
-_QUOTE_LIMIT = 80
-_QUOTE_FLOOR = 40  # below this a quote stops being recognisable; tiny inputs need no shrinking
-_REPLY_LIMIT = 200
-_REFERENCED = re.compile(r"<referenced-sessions>\n?(.*?)\n?</referenced-sessions>", re.DOTALL)
-_PRIOR_PRIMARY = re.compile(r"## Primary Request and Intent\n- (.+)")
+PluginReply = Callable[[ModelRequest], "str | None"]
+"""The reply plugins give a request in plain mode (the `dsh_scripted_reply` hook), or None."""
 
 
 # --- chunk-list builders -------------------------------------------------------------------------
@@ -121,11 +117,19 @@ class ScriptedAdapter:
     """A model that plays a script, or answers deterministically when it has none.
 
     `requests` records every request in arrival order, including the one that found the script
-    exhausted.
+    exhausted. In plain mode `plugin_reply(request)` answers first (`create` wires it to the
+    `dsh_scripted_reply` hook); None leaves the request to the echo.
     """
 
-    def __init__(self, script: Sequence[ScriptEntry] | None = None, *, context_window: int | None = None) -> None:
+    def __init__(
+        self,
+        script: Sequence[ScriptEntry] | None = None,
+        *,
+        context_window: int | None = None,
+        plugin_reply: PluginReply = lambda request: None,
+    ) -> None:
         self.requests: list[ModelRequest] = []
+        self._plugin_reply = plugin_reply
         self._script: deque[ScriptEntry] | None = deque(script) if script is not None else None
         self._context_window = context_window if context_window is not None else DEFAULT_CONTEXT_WINDOW
 
@@ -136,7 +140,7 @@ class ScriptedAdapter:
         """Yield the next script entry's chunks (or the plain-mode reply) for `request`."""
         self.requests.append(request)
         if self._script is None:
-            entry: ScriptEntry = plain_reply(request)
+            entry: ScriptEntry = plain_reply(request, self._plugin_reply)
         elif self._script:
             entry = self._script.popleft()
         else:
@@ -176,7 +180,11 @@ def create(host: ModelHost, env: Mapping[str, str] | None = None) -> ScriptedAda
     elif env.get("DSH_SCRIPT"):
         script_path = Path(env["DSH_SCRIPT"]).expanduser()
     script = load_script(script_path) if script_path is not None else None
-    return ScriptedAdapter(script, context_window=context_window)
+    return ScriptedAdapter(
+        script,
+        context_window=context_window,
+        plugin_reply=lambda request: host.hook.dsh_scripted_reply(request=request),
+    )
 
 
 # --- script files --------------------------------------------------------------------------------
@@ -271,130 +279,23 @@ def _raiser(message: str, code: str) -> Callable[[ModelRequest], list[JsonDict]]
 # --- plain mode: deterministic replies -----------------------------------------------------------
 
 
-def plain_reply(request: ModelRequest) -> list[JsonDict]:
+def plain_reply(request: ModelRequest, plugin_reply: PluginReply = lambda request: None) -> list[JsonDict]:
     """The chunks the scripted model answers `request` with when it has no script."""
-    if request.purpose == "compaction" or _is_compaction(request.messages):
-        return text_response(compaction_summary(request.messages))
-    pending = _since_last_answer(request.messages)
-    # Separate contexts may follow the prompt that carries the referenced sessions.
-    referencing = next((t for t in map(_text_of, pending) if "<referenced-sessions>" in t), None)
-    if referencing is not None:
-        return text_response(_referenced_reply(referencing))
+    answer = plugin_reply(request)
+    if answer is not None:
+        return text_response(answer)
+    pending = unanswered_messages(request.messages)
     last = pending[-1] if pending else {}
-    text = _text_of(last)
+    text = message_text(last)
     if text.strip():
-        return text_response(f"Scripted reply: {_shorten(text, _REPLY_LIMIT)}")
+        return text_response(f"Scripted reply: {shorten_text(text, REPLY_LIMIT)}")
     results = sum(1 for b in last.get("content", ()) if b.get("type") == "tool-result")
     if results:
         return text_response(f"Scripted reply: received {results} tool result{'s' * (results != 1)}.")
     return text_response("Scripted reply: (no request text)")
 
 
-def compaction_summary(messages: Sequence[Mapping[str, Any]]) -> str:
-    """A structured checkpoint of `messages` under the compaction instruction's headings.
-
-    It quotes the first and the latest user requests, names the latest tool calls, and counts
-    what it condensed. Quotes shrink with the input, so the checkpoint of an input of more than
-    a few hundred characters is clearly shorter than that input.
-    """
-    condensed = list(messages)
-    if _is_compaction(condensed):
-        condensed.pop()  # the instruction itself is not part of the conversation
-    digest = _Digest.of(condensed)
-    # The original request comes from an earlier checkpoint when there is one, else it is the
-    # first request here; the latest few of the others follow it.
-    first = [] if digest.prior_request else digest.requests[:1]
-    later = digest.requests[len(first) :][-3:]
-    items = len(first) + len(later) + len(digest.calls[-3:])
-    limit = max(_QUOTE_FLOOR, min(_QUOTE_LIMIT, digest.chars // (4 * max(items, 1))))
-
-    def quote(text: str) -> str:
-        return json.dumps(_shorten(text, limit), ensure_ascii=False)
-
-    primary = digest.prior_request or (quote(first[0]) if first else "(none)")
-    sections = {
-        "Primary Request and Intent": [primary],
-        "Key Technical Concepts": [
-            f"{len(condensed)} messages: {len(digest.requests)} requests, {len(digest.calls)} tool calls"
-        ],
-        "Files and Code": [_shorten(call, limit) for call in digest.calls[-3:]],
-        "Errors and Fixes": [f"{digest.errors} tool calls failed"] if digest.errors else [],
-        "Pending Tasks": [],
-        "Current Work": [quote(text) for text in later[-1:]],
-        "Next Step": [],
-        "Critical Context": [f"earlier request: {quote(text)}" for text in later[:-1]],
-    }
-    return "\n\n".join(
-        f"## {heading}\n" + "\n".join(f"- {bullet}" for bullet in (bullets or ["(none)"]))
-        for heading, bullets in sections.items()
-    )
-
-
-@dataclass(frozen=True)
-class _Digest:
-    """What a checkpoint keeps of the condensed messages."""
-
-    requests: list[str]  # user texts, oldest first
-    prior_request: str | None  # the primary request of an earlier checkpoint among them
-    calls: list[str]  # "name arguments" of each tool call
-    errors: int  # tool results flagged as errors
-    chars: int  # the size of the condensed text
-
-    @classmethod
-    def of(cls, messages: Sequence[Mapping[str, Any]]) -> _Digest:
-        requests: list[str] = []
-        prior: str | None = None
-        calls: list[str] = []
-        errors = chars = 0
-        for message in messages:
-            for block in message.get("content", ()):
-                chars += _block_chars(block)
-                if block.get("type") == "tool-call":
-                    calls.append(f"{block.get('name', '')} {block.get('arguments', '')}")
-                elif block.get("type") == "tool-result":
-                    errors += bool(block.get("isError"))
-            text = _text_of(message) if message.get("role") == "user" else ""
-            if "<compacted-summary>" in text:
-                # An earlier checkpoint: carry its original request forward, do not quote it.
-                match = _PRIOR_PRIMARY.search(text)
-                if match and not requests and prior is None:
-                    prior = match.group(1)
-            elif text.strip():
-                requests.append(text)
-        return cls(requests, prior, calls, errors, chars)
-
-
-def _block_chars(block: Mapping[str, Any]) -> int:
-    if block.get("type") == "tool-result":
-        return sum(_block_chars(inner) for inner in block.get("content", ()))
-    return sum(len(block.get(key) or "") for key in ("text", "name", "arguments"))
-
-
-def _referenced_reply(text: str) -> str:
-    match = _REFERENCED.search(text)
-    try:
-        snapshot = json.loads(match.group(1)) if match else None
-    except ValueError:
-        snapshot = None
-    after = text[match.end() :] if match else text
-    request = after.split(REQUEST_DELIMITER, 1)[1] if REQUEST_DELIMITER in after else ""
-    answer = f"Scripted reply: {_shorten(request, _REPLY_LIMIT)}" if request.strip() else "Scripted reply: (no request)"
-    if not isinstance(snapshot, list):
-        return f"I could not read the referenced-session snapshot. {answer}"
-    labels = [
-        str(item.get("label") or item.get("sessionId") or "?") if isinstance(item, dict) else "?" for item in snapshot
-    ]
-    count = len(labels)
-    names = ", ".join(json.dumps(label, ensure_ascii=False) for label in labels)
-    what = f"{count} session{'s' * (count != 1)}: {names}" if count else "no sessions"
-    return f"I read the referenced-session snapshot ({what}) as background. {answer}"
-
-
-def _is_compaction(messages: Sequence[Mapping[str, Any]]) -> bool:
-    return bool(messages) and COMPACTION_MARKER in _text_of(messages[-1])
-
-
-def _since_last_answer(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def unanswered_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The user messages after the last assistant message: what this reply answers."""
     pending: list[Mapping[str, Any]] = []
     for message in reversed(messages):
@@ -405,10 +306,12 @@ def _since_last_answer(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[st
     return pending
 
 
-def _text_of(message: Mapping[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text blocks of a request message, concatenated."""
     return "".join(b.get("text", "") for b in message.get("content", ()) if b.get("type") == "text")
 
 
-def _shorten(text: str, limit: int) -> str:
+def shorten_text(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs as one space), clipped to `limit` characters with `…`."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
