@@ -4,12 +4,13 @@
 superuser DSN: the benchmark creates its own database and an ordinary role, and measures as
 that role, under row-level security like any team member). Each figure has a same-run baseline:
 
-- `pg_read_surface_200k`: `read_surface` of a 200,000-event session (2,000 on the surface) vs a
-  bare `SELECT` of those 2,000 rows by key, each decoded with `json.loads`.
-- `pg_list_sessions_10k`: `list_sessions()` over 10,000 titled sessions vs a bare `SELECT` of the
-  listed columns.
-- `pg_append_flush_1000`: flushing a 1,000-event turn vs one `COPY` of the same rows into a table
-  of the same layout.
+- `pg_read_surface_200k`: the query service's `read_surface` of a persisted 200,000-event session
+  (2,000 on the surface) vs a bare `SELECT` of those 2,000 rows by key, each decoded with
+  `json.loads`.
+- `pg_list_sessions_10k`: the query service's `list_sessions()` over 10,000 titled sessions vs a
+  bare `SELECT` of the listed columns.
+- `pg_append_flush_1000`: `Session.append` of a prebuilt 1,000-event turn and
+  `host.sessions.flush` vs one `COPY` of the same rows into a table of the same layout.
 - `pg_load_60s` and `sqlite_load_60s`: 8 writer and 4 reader processes for 60 s (loopback only,
   bounded), in events per second; every read is checked to be one consistent snapshot, and at
   the end every log is checked for lost or duplicated events. `DSH_BENCH_LOAD_SECONDS` shortens it.
@@ -17,6 +18,7 @@ that role, under row-level security like any team member). Each figure has a sam
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -26,10 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.store import SURFACE, compacted_session, turn_events
+from bench.store import SURFACE, append_turn, compacted_session, turn_events
 from bench.timing import Figure, best_of, interleaved
+from dsh_host import Config, Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
-from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
 
 WRITERS, READERS = 8, 4
@@ -55,16 +57,20 @@ def _server(workdir: Path) -> Any:
     return PostgresServer(dsn, pgpass)
 
 
-def _turn(header: SessionHeader) -> list[Event]:
-    """The 1,000-event first turn of the store benchmark, as events."""
-    session = Session(header)
-    for kind, data, surface_op, sources in turn_events():
-        session.append(kind, data, surface_op=surface_op, sources=sources)
-    return list(session.events)
+def _host(database: Any, workdir: Path) -> Host:
+    """A host on the PostgreSQL store, as the benchmark's ordinary role, with no plugins."""
+    config = {
+        "host": {"store": "postgres", "plugins": [], "data_dir": str(workdir)},
+        "stores": {"postgres": {"dsn": database.dsn()}},
+    }
+    return Host.start(Config.from_mapping(config))
 
 
-def read_surface_figure(database: Any) -> Figure:
+def read_surface_figure(database: Any, workdir: Path) -> Figure:
     store = database.open()
+    host = _host(database, workdir)
+    loop = asyncio.new_event_loop()
+    query = host.services.session_query
     try:
         events = compacted_session(200_000)
         header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
@@ -86,23 +92,25 @@ def read_surface_figure(database: Any) -> Figure:
             assert len([loads(line) for (line,) in rows]) == SURFACE
 
         def read() -> None:
-            assert len(store.read_surface("log-200k").events) == SURFACE
+            assert len(loop.run_until_complete(query.read_surface("log-200k")).events) == SURFACE
 
         baseline, value = interleaved(bare, read)
         conn.close()
     finally:
+        loop.close()
+        host.close()
         store.close()
     return Figure(
         name="pg_read_surface_200k",
         value=value,
         baseline=baseline,
         target=2.0,
-        note="PostgresSessionStore.read_surface of a 200,000-event log (2,000 on the surface) vs a bare SELECT of "
+        note="session_query.read_surface of a persisted 200,000-event log (2,000 on the surface) vs a bare SELECT of "
         "those 2,000 rows by key + json.loads, same role under RLS",
     )
 
 
-def list_sessions_figure(database: Any) -> Figure:
+def list_sessions_figure(database: Any, workdir: Path) -> Figure:
     count = 10_000
     with database.admin() as conn:
         # Rows exactly as the store writes them, made in one statement rather than 10,000 flushes.
@@ -116,7 +124,9 @@ def list_sessions_figure(database: Any) -> Figure:
         conn.execute("ANALYZE")
     import psycopg
 
-    store = database.open()
+    host = _host(database, workdir)
+    loop = asyncio.new_event_loop()
+    query = host.services.session_query
     conn = psycopg.connect(database.dsn(), autocommit=True)
     try:
 
@@ -124,43 +134,52 @@ def list_sessions_figure(database: Any) -> Figure:
             assert len(conn.execute("SELECT id, cwd, created_at, title FROM dsh.sessions").fetchall()) == count
 
         def listing() -> None:
-            rows = store.list_sessions()
-            assert len(rows) == count and rows[0].title
+            records = loop.run_until_complete(query.list_sessions())
+            assert len(records) == count and records[0].title
 
         baseline, value = interleaved(bare, listing)
     finally:
         conn.close()
-        store.close()
+        loop.close()
+        host.close()
     return Figure(
         name="pg_list_sessions_10k",
         value=value,
         baseline=baseline,
         target=3.0,
-        note="PostgresSessionStore.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, "
+        note="session_query.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, "
         "title, same role under RLS",
     )
 
 
-def append_flush_figure(database: Any) -> Figure:
+def append_flush_figure(database: Any, workdir: Path) -> Figure:
     import psycopg
 
-    store = database.open()
-    headers = [SessionHeader(id=f"turn-{i}", created_at=0, cwd="/bench") for i in range(12)]
-    batches = [(header, _turn(header)) for header in headers]  # built outside the timed region
-    pending = iter(batches)
+    host = _host(database, workdir)
+    loop = asyncio.new_event_loop()
+    events = turn_events()  # built once, outside the timed region
+    counter = iter(range(1_000_000))
 
-    def flush() -> None:
-        header, events = next(pending)
-        store.append(header, events)
+    def append_and_flush() -> None:
+        session = host.sessions.create("/bench", f"turn-{next(counter)}")
+        append_turn(session, events)
+        loop.run_until_complete(host.sessions.flush(session))
+        host.sessions.forget(session.id)
 
-    flush()  # warm up the pool and the prepared statements
-    value = best_of(flush, repeat=9)
-    store.close()
+    try:
+        append_and_flush()  # warm up the pool and the prepared statements
+        value = best_of(append_and_flush, repeat=9)
+        sample = host.sessions.create("/bench", "sample")
+        append_turn(sample, events)
+        host.sessions.forget("sample")
+        lines = [e.to_line() for e in sample.events]
+    finally:
+        loop.close()
+        host.close()
 
     with database.admin() as conn:
         conn.execute("CREATE TABLE public.copy_baseline (LIKE dsh.events INCLUDING ALL)")
         conn.execute(f"GRANT INSERT ON public.copy_baseline TO {database.user}")
-    lines = [e.to_line() for e in batches[0][1]]
     conn = psycopg.connect(database.dsn(), autocommit=True)
     keys = iter(range(1, 1_000_000))
 
@@ -185,8 +204,8 @@ def append_flush_figure(database: Any) -> Figure:
         unit="events/s",
         target=3.0,
         higher_is_better=True,
-        note="PostgresSessionStore.append of a prebuilt 1,000-event turn (one transaction) vs one COPY of the same "
-        "rows into a table of the same layout",
+        note="Session.append of a prebuilt 1,000-event turn + host.sessions.flush (one transaction) vs one COPY of "
+        "the same rows into a table of the same layout",
     )
 
 
@@ -214,10 +233,13 @@ def _load_event(seq: int, turn: int, i: int) -> Event:
     return Event("assistant/chunk", seq, 0, {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "text": "x"}})
 
 
-def _writer(kind: str, target: str, session_id: str, deadline: float, out: Any) -> None:
+def _writer(kind: str, target: str, session_id: str, start: Any, window: Any, out: Any) -> None:
     store = _open(kind, target)
     header = SessionHeader(id=session_id, created_at=0, cwd="/bench")
     seq, errors, turn = 1, 0, 0  # the session was created with one event
+    start.wait()  # every process is up
+    start.wait()  # and the parent has set the window: the clock starts
+    deadline = window.value
     try:
         while time.time() < deadline:
             turn += 1
@@ -236,9 +258,12 @@ def _writer(kind: str, target: str, session_id: str, deadline: float, out: Any) 
     out.put(("writer", session_id, seq, errors))
 
 
-def _reader(kind: str, target: str, deadline: float, out: Any) -> None:
+def _reader(kind: str, target: str, start: Any, window: Any, out: Any) -> None:
     store = _open(kind, target)
     reads = errors = 0
+    start.wait()
+    start.wait()
+    deadline = window.value
     try:
         while time.time() < deadline:
             for row in store.list_sessions():
@@ -259,25 +284,32 @@ def _reader(kind: str, target: str, deadline: float, out: Any) -> None:
     out.put(("reader", None, reads, errors))
 
 
-def load_figure(kind: str, target: str, seconds: float) -> Figure:
-    """WRITERS writer and READERS reader processes for `seconds`; events/s, zero errors required."""
+def load(kind: str, target: str, seconds: float) -> tuple[float, float]:
+    """WRITERS writer and READERS reader processes for `seconds`: (events/s, checked reads/s).
+
+    Raises AssertionError on any error, lost or duplicated event, or inconsistent read.
+    """
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     store = _open(kind, target)
     for w in range(WRITERS):  # every session exists before the clock starts
         store.append(SessionHeader(id=f"load-{w}", created_at=0, cwd="/bench"), [_load_event(0, 0, 1)])
     store.close()
-    deadline = time.time() + 5 + seconds  # the processes start within the 5 s grace
+    start = context.Barrier(WRITERS + READERS + 1)
+    window = context.Value("d", 0.0)
     procs = [
-        context.Process(target=_writer, args=(kind, target, f"load-{w}", deadline, out), daemon=True)
+        context.Process(target=_writer, args=(kind, target, f"load-{w}", start, window, out), daemon=True)
         for w in range(WRITERS)
     ]
-    procs += [context.Process(target=_reader, args=(kind, target, deadline, out), daemon=True) for _ in range(READERS)]
+    procs += [
+        context.Process(target=_reader, args=(kind, target, start, window, out), daemon=True) for _ in range(READERS)
+    ]
     for proc in procs:
         proc.start()
-    started = time.time()
+    start.wait(timeout=120)  # every process has opened its store
+    window.value = time.time() + seconds
+    start.wait(timeout=120)
     results = [out.get(timeout=seconds + 120) for _ in procs]
-    elapsed = time.time() - started
     for proc in procs:
         proc.join(30)
     written = {sid: seq for role, sid, seq, _ in results if role == "writer"}
@@ -293,14 +325,24 @@ def load_figure(kind: str, target: str, seconds: float) -> Figure:
         store.close()
     assert errors == 0, f"{errors} errors under load"
     total = sum(written.values()) - len(written)  # less the events written before the clock started
+    return total / seconds, reads / seconds
+
+
+def load_figure(database: Any, workdir: Path, seconds: float) -> Figure:
+    """The same load on PostgreSQL and on SQLite, events per second side by side."""
+    sqlite_events, sqlite_reads = load("sqlite", str(workdir / "load.sqlite3"), seconds)
+    pg_events, pg_reads = load("postgres", database.dsn(), seconds)
     return Figure(
-        name=f"{'pg' if kind == 'postgres' else 'sqlite'}_load_{round(seconds)}s",
-        value=total / elapsed,
-        baseline=reads / elapsed,
+        name=f"load_{round(seconds)}s",
+        value=pg_events,
+        baseline=sqlite_events,
         unit="events/s",
-        note=f"{WRITERS} writers ({TURN_EVENTS}-event turns in flushes of {BATCH}) + {READERS} readers "
-        f"(list, read_surface, read_lines, each checked) for {seconds:.0f} s: {total} events, {reads} checked "
-        "reads (baseline column: reads/s), 0 errors, no event lost or duplicated",
+        higher_is_better=True,
+        note=f"{WRITERS} writer processes ({TURN_EVENTS}-event turns in flushes of {BATCH}) + {READERS} reader "
+        f"processes (list, read_surface, read_lines, each checked to be one snapshot) for {seconds:.0f} s, "
+        f"loopback: PostgreSQL {pg_events:.0f} events/s and {pg_reads:.1f} checked reads/s (value) vs SQLite "
+        f"{sqlite_events:.0f} events/s and {sqlite_reads:.1f} reads/s (baseline); 0 errors, no event lost or "
+        "duplicated on either",
     )
 
 
@@ -312,10 +354,9 @@ def figures(workdir: Path) -> Iterator[Figure]:
     try:
         for figure in (read_surface_figure, list_sessions_figure, append_flush_figure):
             database = server.database()
-            yield figure(database)
+            yield figure(database, workdir)
             server.drop(database.name)
         database = server.database()
-        yield load_figure("postgres", database.dsn(), seconds)
-        yield load_figure("sqlite", str(workdir / "load.sqlite3"), seconds)
+        yield load_figure(database, workdir, seconds)
     finally:
         server.cleanup()
