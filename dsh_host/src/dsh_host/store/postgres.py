@@ -554,12 +554,17 @@ class PostgresSessionStore:
                     "was expected); nothing was written"
                 )
         with self._transaction() as conn:
-            row = self._owned_for_update(conn, header.id)
-            if row is None:
-                if first != 0:
-                    raise StoreError(f"session {header.id!r} is not stored; its first batch must start at seq 0")
-                pk, next_seq, next_ord = self._insert_session(conn, header), 0, 0
+            # A batch from seq 0 is nearly always a new session's first: try to create it at once
+            # (one round trip), and look the session up only when it exists.
+            pk = self._try_insert_session(conn, header) if first == 0 else None
+            if pk is not None:
+                next_seq = next_ord = 0
             else:
+                row = self._owned_for_update(conn, header.id)
+                if row is None:
+                    if first != 0:
+                        raise StoreError(f"session {header.id!r} is not stored; its first batch must start at seq 0")
+                    raise _taken(header.id)
                 pk, next_seq, next_ord = row
             if first != next_seq:
                 raise StoreError(
@@ -569,6 +574,13 @@ class PostgresSessionStore:
             self._write_events(conn, pk, events, next_ord)
 
     def _insert_session(self, conn: psycopg.Connection, header: SessionHeader) -> int:
+        pk = self._try_insert_session(conn, header)
+        if pk is None:
+            raise _taken(header.id)
+        return pk
+
+    def _try_insert_session(self, conn: psycopg.Connection, header: SessionHeader) -> int | None:
+        """Create the session's row; None when its id is taken (stored, if maybe invisible)."""
         row = conn.execute(
             "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord, id_folded, "
             "cwd_folded) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING pk",
@@ -581,11 +593,7 @@ class PostgresSessionStore:
                 _fold(header.cwd),
             ),
         ).fetchone()
-        if row is None:
-            # Stored meanwhile by another writer, or by a role this one cannot see: ids are unique
-            # across the database.
-            raise StoreError(f"session {header.id!r} already exists (another writer created it); nothing was written")
-        return row[0]
+        return None if row is None else row[0]
 
     def _write_events(self, conn: psycopg.Connection, pk: int, events: Sequence[Event], next_ord: int) -> None:
         seqs, lines = [], []
@@ -833,6 +841,12 @@ def _cancelling(conn: psycopg.Connection, cancel: threading.Event | None) -> Ite
     finally:
         with lock:
             done.set()
+
+
+def _taken(session_id: str) -> StoreError:
+    # Stored meanwhile by another writer, or by a role this one cannot see: ids are unique across
+    # the database.
+    return StoreError(f"session {session_id!r} already exists (another writer created it); nothing was written")
 
 
 def _quoted_role(role: str) -> str:
