@@ -13,25 +13,24 @@ from dsh_compact import plugin
 from dsh_compact.errors import CompactionError
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.service import CompactionService
-from dsh_host.cli.main import main
 from dsh_host.config import load_config
 from dsh_host.errors import ConfigError, PluginError
 from dsh_host.host import Host
+from dsh_host.testing import DshRunner
 
 SCRIPTED = {"provider": "scripted", "model": "scripted"}
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("DSH_LOAD_PLUGINS", "compact")
-    monkeypatch.delenv("DSH_CONFIG", raising=False)
-    monkeypatch.delenv("DSH_SCRIPT", raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("platformdirs.user_config_dir", lambda name: str(tmp_path / "no-user-config"))
+@pytest.fixture
+def dsh(dsh_cli: DshRunner) -> DshRunner:
+    """`dsh` with compact mounted and its data where `start` keeps it; it reads tmp_path/dsh.toml."""
+    dsh_cli.plugins = ["compact"]
+    dsh_cli.home = dsh_cli.root / "data"
+    return dsh_cli
 
 
 def start(tmp_path: Path, toml: str = "") -> Host:
+    # Through a dsh.toml file, as the command reads it: these tests compare the two.
     (tmp_path / "dsh.toml").write_text(toml)
     return Host.start(
         load_config(env={"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": "compact"}, cwd=tmp_path)
@@ -96,10 +95,10 @@ def test_configuration_errors_name_the_plugin_key_and_value(tmp_path, toml: str,
     assert message in str(info.value)
 
 
-def test_configuration_errors_exit_2_from_the_command_line(tmp_path, capsys) -> None:
+def test_configuration_errors_exit_2_from_the_command_line(dsh, tmp_path) -> None:
     (tmp_path / "dsh.toml").write_text("[plugins.compact]\nmax_tokens = 0\n")
-    assert main(["plugins"]) == 2
-    err = capsys.readouterr().err
+    code, _, err = dsh("plugins")
+    assert code == 2
     assert err.startswith("dsh: error: plugin 'compact': [plugins.compact] max_tokens must be an integer >= 1, got 0")
 
 
@@ -125,13 +124,13 @@ def stored_events(tmp_path: Path, session_id: str) -> list:
         return list(host.store.read_events(session_id)[1])
 
 
-def test_dsh_compact_compacts_a_stored_session(tmp_path, fx, capsys) -> None:
+def test_dsh_compact_compacts_a_stored_session(dsh, tmp_path, fx) -> None:
     toml = "[plugins.compact]\nretain_tokens = 180\n"
     session_id = stored_conversation(tmp_path, fx, toml=toml)
     stored = len(stored_events(tmp_path, session_id))
     (tmp_path / "dsh.toml").write_text(toml)
-    assert main(["compact", session_id]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = dsh("compact", session_id)
+    assert code == 0
     events = stored_events(tmp_path, session_id)
     assert [e.type for e in events[stored:]] == [
         "turn/start",
@@ -151,22 +150,23 @@ def test_dsh_compact_compacts_a_stored_session(tmp_path, fx, capsys) -> None:
     assert "## Primary Request and Intent" in summary["summary"][0]["text"]
 
 
-def test_dsh_compact_with_nothing_to_compact(tmp_path, fx, capsys) -> None:
+def test_dsh_compact_with_nothing_to_compact(dsh, tmp_path, fx) -> None:
     session_id = stored_conversation(tmp_path, fx, turns=1)
     stored = len(stored_events(tmp_path, session_id))
-    assert main(["compact", session_id, "--retain-tokens", "100000"]) == 0
-    assert capsys.readouterr().out == f"session {session_id}: nothing to compact\n"
+    code, out, _ = dsh("compact", session_id, "--retain-tokens", "100000")
+    assert code == 0
+    assert out == f"session {session_id}: nothing to compact\n"
     assert len(stored_events(tmp_path, session_id)) == stored
 
 
-def test_dsh_compact_reports_a_failure_on_one_line(tmp_path, fx, capsys) -> None:
+def test_dsh_compact_reports_a_failure_on_one_line(dsh, tmp_path, fx) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "far too long " * 400}]))
     toml = f'[models.scripted]\nscript = "{script}"\n'
     session_id = stored_conversation(tmp_path, fx, toml=toml)
     (tmp_path / "dsh.toml").write_text(toml)
-    assert main(["compact", session_id, "--retain-tokens", "0"]) == 1
-    err = capsys.readouterr().err
+    code, _, err = dsh("compact", session_id, "--retain-tokens", "0")
+    assert code == 1
     assert err.startswith("dsh: error: summary is not smaller than the shadowed content (")
     assert err.count("\n") == 1
     events = stored_events(tmp_path, session_id)
@@ -174,9 +174,10 @@ def test_dsh_compact_reports_a_failure_on_one_line(tmp_path, fx, capsys) -> None
     assert events[-1].data["reason"]["kind"] == "error"
 
 
-def test_dsh_compact_unknown_session(tmp_path, capsys) -> None:
-    assert main(["compact", "nope"]) == 1
-    assert capsys.readouterr().err.startswith("dsh: error: ")
+def test_dsh_compact_unknown_session(dsh) -> None:
+    code, _, err = dsh("compact", "nope")
+    assert code == 1
+    assert err.startswith("dsh: error: ")
 
 
 # --- /compact -------------------------------------------------------------------------------------

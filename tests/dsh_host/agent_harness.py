@@ -17,13 +17,13 @@ from typing import Any
 
 from dsh_host import hookimpl
 from dsh_host.agent import Agent, rebuild_request, request_json
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.models.base import JsonDict, ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, ScriptEntry
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.frozen import thaw
 from dsh_host.session.session import Session
+from dsh_host.testing import HostFactory
 from dsh_host.tools.base import Tool, ToolContext, ToolResult
 
 T = 1_700_000_000_000
@@ -139,9 +139,8 @@ def golden(lines: str) -> list[str]:
 
 
 def start_host(tmp_path: Path, plugins: str = "") -> Host:
-    """A host with its data under `tmp_path` and only the named plugins mounted."""
-    env = {"DSH_HOME": str(tmp_path / "dsh-home"), "DSH_LOAD_PLUGINS": plugins}
-    return Host.start(load_config(env=env, cwd=tmp_path))
+    """A host with its data under `tmp_path` and only the named plugins mounted; the caller closes it."""
+    return HostFactory(tmp_path)([name for name in plugins.split(",") if name], data_dir=tmp_path / "dsh-home")
 
 
 def fixed_session(cwd: Path, session_id: str = "s1") -> Session:

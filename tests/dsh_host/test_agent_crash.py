@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
 from dsh_host.session.repair import OUTCOME_UNKNOWN_TEXT
+from dsh_host.testing import HostFactory
 
 RUNNER = Path(__file__).with_name("agent_crash_runner.py")
 
@@ -28,8 +27,8 @@ def kill_at(data_dir: Path, mode: str) -> None:
     assert process.returncode == -signal.SIGKILL
 
 
-async def resumed_types(data_dir: Path) -> list:
-    host = Host.start(load_config(env={"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": ""}, cwd=data_dir))
+async def resumed_types(make_host: HostFactory, data_dir: Path) -> list:
+    host = make_host(data_dir=data_dir)
     try:
         session = await host.sessions.resume("crash")
         return list(session.events)
@@ -38,9 +37,9 @@ async def resumed_types(data_dir: Path) -> list:
 
 
 @pytest.mark.parametrize("mode", ["request", "tool"])
-async def test_sigkill_mid_turn_then_resume(tmp_path, mode):
+async def test_sigkill_mid_turn_then_resume(make_host, tmp_path, mode):
     kill_at(tmp_path, mode)
-    events = await resumed_types(tmp_path)
+    events = await resumed_types(make_host, tmp_path)
     types = [e.type for e in events if e.type != "session/title"]
     if mode == "request":
         # The checkpoint before the model call made the prompt and the request header durable.
@@ -57,4 +56,4 @@ async def test_sigkill_mid_turn_then_resume(tmp_path, mode):
         assert list(result.source_event_seqs) == [call.seq]
     assert events[-1].data == {"turn": 1, "reason": {"kind": "interrupted"}}
     # Resuming again changes nothing: the repair was committed once.
-    assert [e.type for e in await resumed_types(tmp_path)] == [e.type for e in events]
+    assert [e.type for e in await resumed_types(make_host, tmp_path)] == [e.type for e in events]

@@ -201,18 +201,14 @@ async def test_list_sessions_of_an_empty_store(host):
     assert await host.services.session_query.list_sessions() == []
 
 
-async def test_the_query_service_reads_a_store_written_by_another_host(tmp_path, log_builder):
-    from dsh_host.config import load_config
-    from dsh_host.host import Host
-
-    env = {"DSH_HOME": str(tmp_path), "DSH_LOAD_PLUGINS": ""}
-    with Host.start(load_config(env=env, cwd=tmp_path)) as writer:
+async def test_the_query_service_reads_a_store_written_by_another_host(make_host, log_builder):
+    with make_host() as writer:
         session = writer.sessions.create("/w", "s")
         for raw in spec_2_4_f(log_builder):
             session.append_raw(raw)
         await writer.sessions.close()
         written = list(session.events)  # closing flushed the log (and titled the session)
-    with Host.start(load_config(env=env, cwd=tmp_path)) as reader:
+    with make_host() as reader:
         query = reader.services.session_query
         assert [(r.id, r.live, r.persisted) for r in await query.list_sessions()] == [("s", False, True)]
         snapshot = await query.read_surface("s")

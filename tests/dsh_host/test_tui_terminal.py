@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
+from dsh_host.testing import HostFactory
 from tests.terminal import Terminal
 
 DSH = Path(sys.executable).with_name("dsh")
@@ -24,10 +23,10 @@ PROBE_CWD = "/x/\x1b[31mred\x9b"
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
+def home(make_host: HostFactory, tmp_path: Path) -> Path:
     """A data dir holding one stored session whose title, cwd and text carry terminal controls."""
     data = tmp_path / "home"
-    host = Host.start(load_config(env={"DSH_HOME": str(data), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path))
+    host = make_host(data_dir=data)
     try:
         session = host.sessions.create(PROBE_CWD, "evil-session", created_at=1)
         content = [{"type": "text", "text": f"stored {PROBE_TITLE}"}]
