@@ -494,3 +494,13 @@ def test_surface_texts_titles_and_cwds_keep_any_string(store, log_builder):
     assert store.read_title("texts").title == "title \x00 \ud800"
     assert store.list_sessions()[0] == ("texts", 0, "/w/\x00/\u2028/\udcff", "title \x00 \ud800")
     assert store.read_events("texts") == (header, events)
+
+
+def test_event_types_keep_any_string(store, log_builder):
+    L = log_builder
+    kinds = ["custom/\ud800", "custom/\x00nul", "custom/\u2028", "😀/x"]
+    events = L.events([L.raw(kind, seq) for seq, kind in enumerate(kinds)])
+    store.append(SessionHeader(id="typed", created_at=0), events)
+    store.import_log(SessionHeader(id="imported", created_at=0), events)
+    for session_id in ("typed", "imported"):
+        assert [e.type for e in store.read_events(session_id)[1]] == kinds
