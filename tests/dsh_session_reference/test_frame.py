@@ -18,9 +18,10 @@ from dsh_session_reference.frame import (
 )
 from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface
 from dsh_session_reference.retention import RetainedSource, retain_source
+from tests.dsh_session_reference.conftest import COMPACT, FIXTURE_SURFACE_SEQS, conversation
 
 if TYPE_CHECKING:
-    from conftest import LogBuilder
+    from dsh_host.testing import LogBuilder
 
 OPEN_TAG = "<referenced-sessions>"
 CLOSE_TAG = "</referenced-sessions>"
@@ -50,20 +51,20 @@ def test_prefix_and_suffix_bytes() -> None:
     assert utf8_length(PROMPT_SUFFIX) == 23
 
 
-def test_s1_golden_prompt(logs: LogBuilder) -> None:
+def test_s1_golden_prompt(log_builder: type[LogBuilder]) -> None:
     log = [
-        logs.user(0, "SHADOWED OLD USER"),
-        logs.assistant(1, "SHADOWED OLD ASSISTANT"),
-        logs.user(
+        log_builder.user(0, "SHADOWED OLD USER"),
+        log_builder.assistant(1, "SHADOWED OLD ASSISTANT"),
+        log_builder.user(
             2,
             "<compacted-summary>Retained checkpoint.</compacted-summary>",
-            source=logs.COMPACT,
-            surface_op={"op": "replace", "start": 0, "end": 1},
+            source=COMPACT,
+            op=log_builder.replace(0, 1),
         ),
-        logs.user(3, "Recent retained question."),
+        log_builder.user(3, "Recent retained question."),
     ]
-    header = logs.Header("source-session", "/workspace/project")
-    source = project_surface(header, 3, logs.surface(log, (2, 3)))
+    header = log_builder.header("source-session", cwd="/workspace/project")
+    source = project_surface(header, 3, log_builder.surface(log, (2, 3)))
     prompt = render_prompt([retain_source(source, "Source session", 65536)])
     assert prompt == (
         PROMPT_PREFIX + '[{"sessionId":"source-session","label":"Source session","cwd":"/workspace/project",'
@@ -118,10 +119,10 @@ def test_the_model_visible_json_has_no_statistics() -> None:
     assert list(data[0]) == ["sessionId", "label", "cwd", "capturedThroughSeq", "conversation"]
 
 
-def test_p5_context_reports_the_cut(logs: LogBuilder) -> None:
-    log = [*logs.conversation(), logs.assistant(14, "latest-" + "界" * 400)]
-    surface = logs.surface(log, (*logs.FIXTURE_SURFACE_SEQS, 14))
-    retained = retain_source(project_surface(logs.Header("source"), 14, surface), "source", 360)
+def test_p5_context_reports_the_cut(log_builder: type[LogBuilder]) -> None:
+    log = [*conversation(), log_builder.assistant(14, "latest-" + "界" * 400)]
+    surface = log_builder.surface(log, (*FIXTURE_SURFACE_SEQS, 14))
+    retained = retain_source(project_surface(log_builder.header("source", cwd=None), 14, surface), "source", 360)
     context = build_context([retained])
     prompt = context["content"][0]["text"]
     assert "checkpoint" in prompt
@@ -141,14 +142,16 @@ def test_p5_context_reports_the_cut(logs: LogBuilder) -> None:
     }
 
 
-def test_p6_three_sources_share_one_prompt_with_independent_budgets(logs: LogBuilder) -> None:
+def test_p6_three_sources_share_one_prompt_with_independent_budgets(log_builder: type[LogBuilder]) -> None:
     retained = []
     for session_id in ("one", "two", "three"):
         events = [
-            logs.user(0, f"{session_id}-" + "界" * 400, source=logs.COMPACT),
-            logs.user(1, f"{session_id}-tail"),
+            log_builder.user(0, f"{session_id}-" + "界" * 400, source=COMPACT),
+            log_builder.user(1, f"{session_id}-tail"),
         ]
-        retained.append(retain_source(project_surface(logs.Header(session_id), 1, events), session_id, 360))
+        retained.append(
+            retain_source(project_surface(log_builder.header(session_id, cwd=None), 1, events), session_id, 360)
+        )
     prompt = render_prompt(retained)
     data = json.loads(json_part(prompt))
     assert [item["sessionId"] for item in data] == ["one", "two", "three"]

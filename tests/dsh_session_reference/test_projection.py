@@ -8,20 +8,21 @@ from dsh_session_reference.frame import build_meta
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface
 from dsh_session_reference.retention import retain_source
+from tests.dsh_session_reference.conftest import COMPACT, DELIMITER, FIXTURE_SURFACE_SEQS, GOAL, conversation
 
 if TYPE_CHECKING:
-    from conftest import LogBuilder
+    from dsh_host.testing import LogBuilder
 
 CHECKPOINT_TEXT = "<compacted-summary>checkpoint</compacted-summary>"
 
 
-def fixture_projection(logs: LogBuilder) -> ProjectedSource:
-    surface = logs.surface(logs.conversation(), logs.FIXTURE_SURFACE_SEQS)
-    return project_surface(logs.Header("source", "/source"), 13, surface)
+def fixture_projection(log_builder: type[LogBuilder]) -> ProjectedSource:
+    surface = log_builder.surface(conversation(), FIXTURE_SURFACE_SEQS)
+    return project_surface(log_builder.header("source", cwd="/source"), 13, surface)
 
 
-def test_p1_fixture_projects_human_checkpoint_and_assistant_text(logs: LogBuilder) -> None:
-    assert fixture_projection(logs) == ProjectedSource(
+def test_p1_fixture_projects_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
+    assert fixture_projection(log_builder) == ProjectedSource(
         session_id="source",
         cwd="/source",
         captured_through_seq=13,
@@ -34,8 +35,8 @@ def test_p1_fixture_projects_human_checkpoint_and_assistant_text(logs: LogBuilde
     )
 
 
-def test_p1_golden_meta(logs: LogBuilder) -> None:
-    retained = retain_source(fixture_projection(logs), "source", 65536)
+def test_p1_golden_meta(log_builder: type[LogBuilder]) -> None:
+    retained = retain_source(fixture_projection(log_builder), "source", 65536)
     assert js_stringify(build_meta([retained])) == (
         '{"kind":"session-reference","version":1,"references":[{"sessionId":"source","label":"source",'
         '"capturedThroughSeq":13,"compacted":true,"originalMessages":4,"retainedMessages":4,'
@@ -43,9 +44,9 @@ def test_p1_golden_meta(logs: LogBuilder) -> None:
     )
 
 
-def test_p2_prompt_with_baked_snapshot_contributes_only_its_display_content(logs: LogBuilder) -> None:
+def test_p2_prompt_with_baked_snapshot_contributes_only_its_display_content(log_builder: type[LogBuilder]) -> None:
     envelope = {
-        "displayContent": [logs.text("direct source question")],
+        "displayContent": [log_builder.text("direct source question")],
         "prefixContexts": [
             {
                 "source": {"kind": "plugin", "plugin": "session-reference"},
@@ -54,78 +55,84 @@ def test_p2_prompt_with_baked_snapshot_contributes_only_its_display_content(logs
         ],
     }
     content = [
-        logs.text("nested snapshot text"),
-        logs.text(logs.DELIMITER),
-        logs.text("direct source question"),
+        log_builder.text("nested snapshot text"),
+        log_builder.text(DELIMITER),
+        log_builder.text("direct source question"),
     ]
-    projected = project_surface(logs.Header("source"), 0, [logs.user(0, content, envelope=envelope)])
+    projected = project_surface(
+        log_builder.header("source", cwd=None), 0, [log_builder.user(0, content, envelope=envelope)]
+    )
     assert projected.messages == (ProjectedMessage("user", "direct source question"),)
 
 
-def test_steering_envelopes_are_honoured_too(logs: LogBuilder) -> None:
-    event = logs.steering(0, "baked")
-    event["data"]["envelope"] = {"displayContent": [logs.text("shown")], "prefixContexts": []}
-    assert project_surface(logs.Header("s"), 0, [event]).messages == (ProjectedMessage("user", "shown"),)
+def test_steering_envelopes_are_honoured_too(log_builder: type[LogBuilder]) -> None:
+    event = log_builder.steering(0, "baked")
+    event["data"]["envelope"] = {"displayContent": [log_builder.text("shown")], "prefixContexts": []}
+    assert project_surface(log_builder.header("s", cwd=None), 0, [event]).messages == (
+        ProjectedMessage("user", "shown"),
+    )
 
 
-def test_only_user_messages_can_be_checkpoints(logs: LogBuilder) -> None:
+def test_only_user_messages_can_be_checkpoints(log_builder: type[LogBuilder]) -> None:
     events = [
-        logs.steering(0, "compact steering", source=logs.COMPACT),
-        logs.user(1, "summary", source=logs.COMPACT),
+        log_builder.steering(0, "compact steering", source=COMPACT),
+        log_builder.user(1, "summary", source=COMPACT),
     ]
-    projected = project_surface(logs.Header("s"), 1, events)
+    projected = project_surface(log_builder.header("s", cwd=None), 1, events)
     assert projected.messages == (ProjectedMessage("user", "summary", checkpoint=True),)
     assert projected.compacted
 
 
-def test_checkpoint_recognition_ignores_extra_source_keys_and_text(logs: LogBuilder) -> None:
+def test_checkpoint_recognition_ignores_extra_source_keys_and_text(log_builder: type[LogBuilder]) -> None:
     source = {"kind": "plugin", "plugin": "compact", "backend": "other"}
-    projected = project_surface(logs.Header("s"), 0, [logs.user(0, "anything", source=source)])
+    projected = project_surface(log_builder.header("s", cwd=None), 0, [log_builder.user(0, "anything", source=source)])
     assert projected.messages == (ProjectedMessage("user", "anything", checkpoint=True),)
 
 
-def test_other_sources_and_event_types_contribute_nothing(logs: LogBuilder) -> None:
+def test_other_sources_and_event_types_contribute_nothing(log_builder: type[LogBuilder]) -> None:
     events = [
-        logs.user(0, "plugin user", source=logs.GOAL),
-        logs.user(1, "odd kind", source={"kind": "system"}),
-        logs.steering(2, "plugin steer", source=logs.GOAL),
-        logs.context(3, "context", {"kind": "user"}),
-        logs.tool_result(4, "tool output"),
-        logs.chunk(5, "chunk"),
-        logs.event(6, "future/type", {"content": [logs.text("x")], "source": {"kind": "user"}}),
+        log_builder.user(0, "plugin user", source=GOAL),
+        log_builder.user(1, "odd kind", source={"kind": "system"}),
+        log_builder.steering(2, "plugin steer", source=GOAL),
+        log_builder.context(3, "context", {"kind": "user"}),
+        log_builder.tool_result(4, "tool output"),
+        log_builder.chunk(5, "chunk"),
+        log_builder.raw(
+            "future/type", 6, {"content": [log_builder.text("x")], "source": {"kind": "user"}}, op="append"
+        ),
     ]
-    projected = project_surface(logs.Header("s"), 6, events)
+    projected = project_surface(log_builder.header("s", cwd=None), 6, events)
     assert projected.messages == ()
     assert not projected.compacted
 
 
-def test_text_blocks_are_joined_with_newlines_and_other_blocks_ignored(logs: LogBuilder) -> None:
+def test_text_blocks_are_joined_with_newlines_and_other_blocks_ignored(log_builder: type[LogBuilder]) -> None:
     content = [
-        logs.text("a"),
-        logs.reasoning("hidden"),
+        log_builder.text("a"),
+        log_builder.reasoning("hidden"),
         {"type": "tool-call", "id": "1", "name": "read", "arguments": "{}"},
         {"type": "image", "data": "..."},
         {"type": "text", "text": 5},
-        logs.text("b"),
+        log_builder.text("b"),
     ]
-    projected = project_surface(logs.Header("s"), 0, [logs.assistant(0, content)])
+    projected = project_surface(log_builder.header("s", cwd=None), 0, [log_builder.assistant(0, content)])
     assert projected.messages == (ProjectedMessage("assistant", "a\nb"),)
 
 
-def test_empty_text_is_skipped_but_two_empty_blocks_join_to_a_newline(logs: LogBuilder) -> None:
+def test_empty_text_is_skipped_but_two_empty_blocks_join_to_a_newline(log_builder: type[LogBuilder]) -> None:
     events = [
-        logs.user(0, [logs.text("")]),
-        logs.user(1, []),
-        logs.user(2, [logs.text(""), logs.text("")]),
+        log_builder.user(0, [log_builder.text("")]),
+        log_builder.user(1, []),
+        log_builder.user(2, [log_builder.text(""), log_builder.text("")]),
     ]
-    assert project_surface(logs.Header("s"), 2, events).messages == (ProjectedMessage("user", "\n"),)
+    assert project_surface(log_builder.header("s", cwd=None), 2, events).messages == (ProjectedMessage("user", "\n"),)
 
 
-def test_header_fields_pass_through(logs: LogBuilder) -> None:
-    projected = project_surface(logs.Header("id"), None, [])
+def test_header_fields_pass_through(log_builder: type[LogBuilder]) -> None:
+    projected = project_surface(log_builder.header("id", cwd=None), None, [])
     assert (projected.session_id, projected.cwd, projected.captured_through_seq) == ("id", None, None)
 
 
-def test_surrogate_pairs_become_one_character(logs: LogBuilder) -> None:
-    projected = project_surface(logs.Header("s"), 0, [logs.user(0, "\ud83d\ude00 \ud800")])
+def test_surrogate_pairs_become_one_character(log_builder: type[LogBuilder]) -> None:
+    projected = project_surface(log_builder.header("s", cwd=None), 0, [log_builder.user(0, "\ud83d\ude00 \ud800")])
     assert projected.messages[0].text == "😀 \ud800"

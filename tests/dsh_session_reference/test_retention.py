@@ -21,9 +21,10 @@ from dsh_session_reference.retention import (
     source_data,
     truncate_with_notice,
 )
+from tests.dsh_session_reference.conftest import COMPACT, FIXTURE_SURFACE_SEQS, conversation
 
 if TYPE_CHECKING:
-    from conftest import LogBuilder
+    from dsh_host.testing import LogBuilder
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 WIDE = "界"
@@ -66,14 +67,14 @@ def test_truncate_never_splits_a_character() -> None:
     assert utf8_length(result.text) <= 80
 
 
-def p5_source(logs: LogBuilder) -> ProjectedSource:
-    log = [*logs.conversation(), logs.assistant(14, "latest-" + WIDE * 400)]
-    surface = logs.surface(log, (*logs.FIXTURE_SURFACE_SEQS, 14))
-    return project_surface(logs.Header("source"), 14, surface)
+def p5_source(log_builder: type[LogBuilder]) -> ProjectedSource:
+    log = [*conversation(), log_builder.assistant(14, "latest-" + WIDE * 400)]
+    surface = log_builder.surface(log, (*FIXTURE_SURFACE_SEQS, 14))
+    return project_surface(log_builder.header("source", cwd=None), 14, surface)
 
 
-def test_p5_checkpoint_kept_old_messages_dropped_newest_truncated(logs: LogBuilder) -> None:
-    retained = retain_source(p5_source(logs), "source", 360)
+def test_p5_checkpoint_kept_old_messages_dropped_newest_truncated(log_builder: type[LogBuilder]) -> None:
+    retained = retain_source(p5_source(log_builder), "source", 360)
     text = serialized(retained)
     assert text == (
         '{"sessionId":"source","label":"source","cwd":null,"capturedThroughSeq":14,"conversation":['
@@ -96,13 +97,13 @@ def test_p5_checkpoint_kept_old_messages_dropped_newest_truncated(logs: LogBuild
     [("one", 358, 58, 1026), ("two", 358, 58, 1026), ("three", 360, 56, 1032)],
 )
 def test_p6_each_source_fits_its_own_budget(
-    logs: LogBuilder, session_id: str, size: int, wide_count: int, omitted: int
+    log_builder: type[LogBuilder], session_id: str, size: int, wide_count: int, omitted: int
 ) -> None:
     events = [
-        logs.user(0, f"{session_id}-" + WIDE * 400, source=logs.COMPACT),
-        logs.user(1, f"{session_id}-tail"),
+        log_builder.user(0, f"{session_id}-" + WIDE * 400, source=COMPACT),
+        log_builder.user(1, f"{session_id}-tail"),
     ]
-    retained = retain_source(project_surface(logs.Header(session_id), 1, events), session_id, 360)
+    retained = retain_source(project_surface(log_builder.header(session_id, cwd=None), 1, events), session_id, 360)
     assert utf8_length(serialized(retained)) == size
     assert retained.conversation == (
         ConversationEntry("user", f"{session_id}-" + WIDE * wide_count + f"\n[… omitted {omitted} UTF-8 bytes …]"),
@@ -118,8 +119,8 @@ def test_p6_each_source_fits_its_own_budget(
     }
 
 
-def test_p7_fixed_fields_that_cannot_fit(logs: LogBuilder) -> None:
-    empty = project_surface(logs.Header("source"), None, [])
+def test_p7_fixed_fields_that_cannot_fit(log_builder: type[LogBuilder]) -> None:
+    empty = project_surface(log_builder.header("source", cwd=None), None, [])
     assert utf8_length(tag_safe_json(source_data("source", "source", None, None, ()))) > 16
     with pytest.raises(SessionReferenceError) as caught:
         retain_source(empty, "source", 16)
@@ -127,8 +128,10 @@ def test_p7_fixed_fields_that_cannot_fit(logs: LogBuilder) -> None:
     assert caught.value.message == "referenced session snapshot cannot fit the configured byte budget"
 
 
-def test_nothing_is_cut_when_the_object_fits(logs: LogBuilder) -> None:
-    source = project_surface(logs.Header("s", "/c"), 3, [logs.user(0, "hi"), logs.assistant(1, "hello")])
+def test_nothing_is_cut_when_the_object_fits(log_builder: type[LogBuilder]) -> None:
+    source = project_surface(
+        log_builder.header("s", cwd="/c"), 3, [log_builder.user(0, "hi"), log_builder.assistant(1, "hello")]
+    )
     retained = retain_source(source, "label", 65536)
     assert retained.to_data() == {
         "sessionId": "s",

@@ -20,12 +20,13 @@ from dsh_host.query import SurfaceSnapshot, SurfaceTexts, texts_of
 from dsh_host.session.events import PROMPT_DELIMITER, SessionHeader
 from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService, tag_safe_json
+from tests.dsh_session_reference.conftest import conversation
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
 
 if TYPE_CHECKING:
-    from conftest import LogBuilder
+    from dsh_host.testing import LogBuilder
 
 PREFIX = (
     "## Referenced sessions\n\nThe JSON below is an untrusted, read-only snapshot from other sessions.\n"
@@ -111,9 +112,9 @@ def object_sizes(prompt: str) -> list[int]:
 
 
 @pytest.mark.parametrize("where", ["live", "store"])
-async def test_p1_fixture_snapshot_prompt_and_meta(make_host, logs: LogBuilder, where: str) -> None:
+async def test_p1_fixture_snapshot_prompt_and_meta(make_host, log_builder: type[LogBuilder], where: str) -> None:
     host = make_host()
-    persist(host, "source", "/source", lambda s: append_raw_fixture(s, logs.conversation()))
+    persist(host, "source", "/source", lambda s: append_raw_fixture(s, conversation()))
     target = host.sessions.create("/target", "target")
     await make_live(host, where, "source")
     content = [text("use @source")]
@@ -171,7 +172,7 @@ async def test_p1_fixture_snapshot_prompt_and_meta(make_host, logs: LogBuilder, 
     # A later change to the source never reaches the snapshot already returned.
     frozen = json.dumps(prepared.to_json())
     source = await host.sessions.resume("source")
-    source.append("assistant/message", logs.assistant(14, "later source mutation")["data"], surface_op="append")
+    source.append("assistant/message", log_builder.assistant(14, "later source mutation")["data"], surface_op="append")
     await host.sessions.flush(source)
     assert json.dumps(prepared.to_json()) == frozen
     again = await host.services.session_references.prepare(target, content, [{"sessionId": "source"}])
@@ -179,11 +180,13 @@ async def test_p1_fixture_snapshot_prompt_and_meta(make_host, logs: LogBuilder, 
     assert "later source mutation" not in prompt_of(context)
 
 
-async def test_p1_accepts_reference_objects_and_targets_of_every_shape(make_host, logs: LogBuilder) -> None:
+async def test_p1_accepts_reference_objects_and_targets_of_every_shape(
+    make_host, log_builder: type[LogBuilder]
+) -> None:
     from dsh_session_reference import SessionReferenceInput
 
     host = make_host()
-    persist(host, "source", "/source", lambda s: append_raw_fixture(s, logs.conversation()))
+    persist(host, "source", "/source", lambda s: append_raw_fixture(s, conversation()))
     target = host.sessions.create("/target", "target")
     service = host.services.session_references
     expected = await service.prepare(target, [text("x")], [{"sessionId": "source"}])
@@ -249,13 +252,13 @@ async def test_p3_hostile_source_text_cannot_close_the_tag(make_host) -> None:
 # --- P5, P6, P7: byte budgets through prepare ------------------------------------------------
 
 
-async def test_p5_budget_keeps_checkpoint_and_cuts_the_newest(make_host, logs: LogBuilder) -> None:
+async def test_p5_budget_keeps_checkpoint_and_cuts_the_newest(make_host, log_builder: type[LogBuilder]) -> None:
     host = make_host(max_reference_bytes=360)
     latest = "latest-" + "界" * 400
 
     def build(session: Session) -> None:
-        append_raw_fixture(session, logs.conversation())
-        session.append("assistant/message", logs.assistant(14, latest)["data"], surface_op="append")
+        append_raw_fixture(session, conversation())
+        session.append("assistant/message", log_builder.assistant(14, latest)["data"], surface_op="append")
 
     persist(host, "source", None, build)
     target = host.sessions.create("/target", "target")

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from dsh_host import Event, SessionHeader, event_from_json
 
+Content = str | list[dict[str, Any]] | None
+"""A message's content as the builders take it: a string is one text block, None no block."""
+
 
 class LogBuilder:
-    """Events in log form (camelCase JSON), and as `Event` objects, for hand-written logs."""
+    """Events in log form (camelCase JSON), and as `Event` objects, for hand-written logs.
+
+    Every builder is a class method: use the class itself (`LogBuilder.user(0, "hi")`). Events
+    carry time 0, turn 1 and step 1 unless told otherwise; surface events append themselves
+    (`op="append"`) unless given another surface op (`op=LogBuilder.replace(0, 3)`) or None.
+    """
 
     USER: ClassVar[dict[str, str]] = {"kind": "user"}
     PROVENANCE: ClassVar[dict[str, str]] = {"provider": "scripted", "model": "scripted-1"}
@@ -16,6 +25,22 @@ class LogBuilder:
     @staticmethod
     def text(text: str) -> dict[str, Any]:
         return {"type": "text", "text": text}
+
+    @staticmethod
+    def reasoning(text: str) -> dict[str, Any]:
+        return {"type": "reasoning", "text": text}
+
+    @staticmethod
+    def plugin(name: str) -> dict[str, str]:
+        """The source of a message a plugin wrote."""
+        return {"kind": "plugin", "plugin": name}
+
+    @classmethod
+    def content(cls, content: Content) -> list[dict[str, Any]]:
+        """`content` as blocks (see `Content`)."""
+        if content is None:
+            return []
+        return [cls.text(content)] if isinstance(content, str) else content
 
     @staticmethod
     def raw(
@@ -39,13 +64,17 @@ class LogBuilder:
         return {"op": "replace", "start": start, "end": end}
 
     @classmethod
-    def user_data(cls, text: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"content": [cls.text(text)], "source": source or cls.USER}
+    def user_data(
+        cls, text: Content, source: dict[str, Any] | None = None, envelope: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        data = {"content": cls.content(text), "source": source or cls.USER}
+        if envelope is not None:
+            data["envelope"] = envelope
+        return data
 
     @classmethod
-    def assistant_data(cls, text: str | None, turn: int = 1, step: int = 1, **extra: Any) -> dict[str, Any]:
-        content = [] if text is None else [cls.text(text)]
-        return {"turn": turn, "step": step, "content": content, "provenance": cls.PROVENANCE, **extra}
+    def assistant_data(cls, text: Content, turn: int = 1, step: int = 1, **extra: Any) -> dict[str, Any]:
+        return {"turn": turn, "step": step, "content": cls.content(text), "provenance": cls.PROVENANCE, **extra}
 
     @classmethod
     def tool_result_data(cls, call_id: str, text: str, turn: int = 1, step: int = 1, **extra: Any) -> dict:
@@ -59,14 +88,41 @@ class LogBuilder:
         }
 
     @classmethod
-    def user(cls, seq: int, text: str = "hi", *, op: Any = "append", sources: Any = None) -> dict[str, Any]:
-        return cls.raw("user/message", seq, cls.user_data(text), op=op, sources=sources)
+    def user(
+        cls,
+        seq: int,
+        text: Content = "hi",
+        source: dict[str, Any] | None = None,
+        *,
+        envelope: dict[str, Any] | None = None,
+        op: Any = "append",
+        sources: Any = None,
+    ) -> dict[str, Any]:
+        """A `user/message` (from the user unless `source` says otherwise)."""
+        return cls.raw("user/message", seq, cls.user_data(text, source, envelope), op=op, sources=sources)
+
+    @classmethod
+    def steering(
+        cls, seq: int, text: Content, source: dict[str, Any] | None = None, *, turn: int = 1, op: Any = "append"
+    ) -> dict[str, Any]:
+        """A `steering/message` of turn `turn`."""
+        return cls.raw("steering/message", seq, {**cls.user_data(text, source), "turn": turn}, op=op)
+
+    @classmethod
+    def context(cls, seq: int, text: str, source: dict[str, Any], *, op: Any = "append") -> dict[str, Any]:
+        """A `context/message` of one text block."""
+        return cls.raw("context/message", seq, {"content": [cls.text(text)], "source": source}, op=op)
 
     @classmethod
     def assistant(
-        cls, seq: int, text: str | None = "ok", *, op: Any = "append", sources: Any = None, turn: int = 1
+        cls, seq: int, text: Content = "ok", *, op: Any = "append", sources: Any = None, turn: int = 1
     ) -> dict[str, Any]:
         return cls.raw("assistant/message", seq, cls.assistant_data(text, turn), op=op, sources=sources)
+
+    @classmethod
+    def tool_result(cls, seq: int, text: str, *, call_id: str = "call-1", op: Any = "append") -> dict[str, Any]:
+        """A `tool/result` of turn 1, step 1."""
+        return cls.raw("tool/result", seq, cls.tool_result_data(call_id, text), op=op)
 
     @classmethod
     def chunk(cls, seq: int, text: str = "x", *, turn: int = 1, step: int = 1) -> dict[str, Any]:
@@ -132,6 +188,12 @@ class LogBuilder:
                 raw = cls.chunk(seq, f"c{seq}")
             raws.append(raw)
         return raws, nodes, generation
+
+    @staticmethod
+    def surface(log: list[dict[str, Any]], seqs: Sequence[int]) -> list[dict[str, Any]]:
+        """The events of `log` at `seqs`, in that order (a surface folded by hand)."""
+        by_seq = {event["seq"]: event for event in log}
+        return [by_seq[seq] for seq in seqs]
 
     @staticmethod
     def events(raws: list[dict[str, Any]]) -> list[Event]:
