@@ -143,6 +143,22 @@ def test_psql_shows_a_role_no_more_than_dsh_does(postgres_database, team, log_bu
     assert stores["alice"].read_lines("shared") == stores["bob"].read_lines("shared")
 
 
+def test_rows_added_in_one_statement_must_all_be_of_sessions_one_owns(postgres_database, team, log_builder):
+    _, names, stores = team
+    for who, session_id in (("alice", "a"), ("bob", "b1"), ("bob", "b2")):
+        stores[who].append(SessionHeader(id=session_id, created_at=1), _log(log_builder))
+    with psycopg.connect(postgres_database.dsn(names["bob"]), autocommit=True) as conn:
+        pks = dict(conn.execute("SELECT convert_from(id, 'UTF8'), pk FROM dsh.sessions").fetchall())
+        with postgres_database.admin() as admin:
+            pks["a"] = admin.execute("SELECT pk FROM dsh.sessions WHERE id = 'a'").fetchone()[0]
+        insert = "INSERT INTO dsh.events (session_pk, seq, line) SELECT unnest(%s::bigint[]), 50, '{}'"
+        for mixed in ([pks["b1"], pks["a"]], [pks["a"], pks["b2"]], [pks["b1"], pks["b2"], pks["a"] + 1000]):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="session this role does not own"):
+                conn.execute(insert, (mixed,))
+        assert conn.execute(insert, ([pks["b1"], pks["b2"]],)).rowcount == 2
+    assert len(stores["alice"].read_lines("a")[1]) == 3
+
+
 def test_a_taken_id_of_an_invisible_session_is_refused_without_writing(team, log_builder):
     _, _, stores = team
     stores["alice"].append(SessionHeader(id="s", created_at=1), _log(log_builder))

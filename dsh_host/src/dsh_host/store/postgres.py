@@ -59,7 +59,7 @@ from dsh_host.store.search import body_words, name_needle, searchable_condition
 # The header and event lines are the same JSON text as in SQLite, made and read the same way.
 from dsh_host.store.sqlite import _json_text, header_from_row
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = "dsh"
 DEFAULT_POOL_SIZE = 4
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
@@ -174,6 +174,25 @@ CREATE TRIGGER owned AFTER INSERT ON dsh.surface REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION dsh.check_owned();
 -- The rare sessions whose cwd or title only bytea could hold, which a listing reads apart.
 CREATE INDEX sessions_with_raw_text ON dsh.sessions (pk) WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL;
+""",
+    """
+-- A flush adds the rows of one session: its bounds settle that with one lookup, where a DISTINCT
+-- over the added rows cost more than the insert. Rows of several sessions are checked one by one.
+CREATE OR REPLACE FUNCTION dsh.check_owned() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+    lo bigint;
+    hi bigint;
+BEGIN
+    SELECT min(session_pk), max(session_pk) INTO lo, hi FROM added;
+    IF lo IS NOT NULL AND NOT (lo = hi AND dsh.owned(lo) IS TRUE)
+        AND EXISTS (SELECT FROM (SELECT DISTINCT session_pk FROM added) a WHERE dsh.owned(a.session_pk) IS NOT TRUE)
+    THEN
+        RAISE EXCEPTION 'rows added to dsh.% belong to a session this role does not own', TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$f$;
 """,
 )
 # Python steps of a migration, by the version it creates, run after its statements.
