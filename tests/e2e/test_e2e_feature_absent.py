@@ -21,8 +21,8 @@ import pytest
 
 from dsh_host import plugins
 from dsh_host.cli.run import run_turn
-from dsh_host.config import load_config
 from dsh_host.host import Host
+from dsh_host.testing import HostFactory
 from dsh_session_reference import format_mention
 from tests.e2e.e2e_support import clean_env, ok, run_dsh
 
@@ -42,10 +42,10 @@ def _store_source(host: Host) -> None:
     host.sessions.forget(SOURCE)
 
 
-async def _conversation(data_dir: Path, load: str, first: str, second: str) -> tuple[str, str]:
+async def _conversation(make_host: HostFactory, data_dir: Path, load: str, first: str, second: str) -> tuple[str, str]:
     """Two `dsh run` turns (the second continues the session); returns (session id, stdout)."""
     out: list[str] = []
-    host = Host.start(load_config(env={"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": load}, cwd=data_dir))
+    host = make_host([name for name in load.split(",") if name], data_dir=data_dir)
     try:
         _store_source(host)
         session = await run_turn(host, first, session_id=None, as_json=False, echo=out.append)
@@ -92,7 +92,7 @@ CASES = {
 
 @pytest.mark.parametrize("absent", sorted(CASES))
 async def test_installed_but_not_mounted_writes_identical_logs(
-    absent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    absent: str, make_host: HostFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load, first = CASES[absent]
     second = "and one more thing"
@@ -101,11 +101,11 @@ async def test_installed_but_not_mounted_writes_identical_logs(
     monkeypatch.chdir(work)
 
     installed_dir = tmp_path / "installed"
-    installed_id, installed_out = await _conversation(installed_dir, load, first, second)
+    installed_id, installed_out = await _conversation(make_host, installed_dir, load, first, second)
     with monkeypatch.context() as patch:
         patch.setattr(plugins, "discover", _without(absent, plugins.discover))
         absent_dir = tmp_path / "absent"
-        absent_id, absent_out = await _conversation(absent_dir, load, first, second)
+        absent_id, absent_out = await _conversation(make_host, absent_dir, load, first, second)
     assert installed_id != absent_id
 
     installed_lines = _export(tmp_path, installed_dir, installed_id)

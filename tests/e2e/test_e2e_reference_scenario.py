@@ -12,18 +12,17 @@ stored log and every request rebuilt from it stay exactly as they were.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh_host.agent import Agent, rebuild_request, request_json
-from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, text_response
 from dsh_host.session.session import Session
+from dsh_host.testing import HostFactory
 from tests.e2e.e2e_support import COMPACT_SOURCE, DELIMITER, PREFIX, REFERENCE_SOURCE, SUFFIX, WARNING
 
 CWD = "/workspace/project"
@@ -49,13 +48,8 @@ def _text(value: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    env = {"DSH_HOME": str(tmp_path / "dsh-home"), "DSH_LOAD_PLUGINS": "compact,session-reference"}
-    started = Host.start(load_config(env=env, cwd=tmp_path))
-    try:
-        yield started
-    finally:
-        started.close()
+def host(make_host: HostFactory, tmp_path: Path) -> Host:
+    return make_host(["compact", "session-reference"], data_dir=tmp_path / "dsh-home")
 
 
 def _message_turn(session: Session, turn: int, user: str, assistant: str | None) -> None:
@@ -117,7 +111,7 @@ def _step_starts(events: Any) -> list[int]:
     return [e.seq for e in events if e.type == "step/start"]
 
 
-async def test_s1_snapshot_through_the_agent_loop(host: Host) -> None:
+async def test_s1_snapshot_through_the_agent_loop(host: Host, make_host: HostFactory) -> None:
     source_last_seq = await _store_source(host)
 
     target = host.sessions.create(CWD, "target-session")
@@ -188,8 +182,7 @@ async def test_s1_snapshot_through_the_agent_loop(host: Host) -> None:
     _, after = host.store.read_events("target-session")
     assert rebuild_request(after, step_start) == rebuilt
     # A fresh host on the same data dir rebuilds the same request too.
-    env = {"DSH_HOME": str(host.data_dir), "DSH_LOAD_PLUGINS": ""}
-    with Host.start(load_config(env=env, cwd=host.data_dir)) as fresh:
+    with make_host(data_dir=host.data_dir) as fresh:
         _, reread = fresh.store.read_events("target-session")
         assert rebuild_request(reread, step_start) == rebuilt
         assert not fresh.store.has("source-session")

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host.config import load_config
-from dsh_host.host import Host
 from dsh_host.session.session import Session
+from dsh_host.testing import HostFactory
 from tests.e2e.e2e_support import COMPACT_SOURCE, REFERENCE_SOURCE, clean_env, dsh_command
 from tests.e2e.e2e_support import assert_one_baked_message as assert_baked
 from tests.terminal import Terminal
@@ -52,9 +51,9 @@ def _turn(session: Session, turn: int, user: str, assistant: str | None) -> None
     session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
-def _build_data_dir(data: Path, cwd: Path) -> None:
+def _build_data_dir(make_host: HostFactory, data: Path, cwd: Path) -> None:
     """The compacted source and the probe session, written with the store API."""
-    host = Host.start(load_config(env={"DSH_HOME": str(data), "DSH_LOAD_PLUGINS": ""}, cwd=cwd))
+    host = make_host(data_dir=data)
     try:
         source = host.sessions.create(str(cwd), SOURCE_ID, created_at=1_000)
         _turn(source, 1, *SHADOWED)
@@ -84,10 +83,10 @@ def _build_data_dir(data: Path, cwd: Path) -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(make_host: HostFactory, tmp_path: Path) -> Path:
     path = tmp_path / "workspace"
     path.mkdir()
-    _build_data_dir(tmp_path / "data", path.resolve())
+    _build_data_dir(make_host, tmp_path / "data", path.resolve())
     return path
 
 
@@ -104,7 +103,9 @@ def terminal(tmp_path: Path, workspace: Path) -> Iterator[Terminal]:
 
 
 @pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote
-def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None:
+def test_mention_a_compacted_session_in_a_real_terminal(
+    terminal: Terminal, make_host: HostFactory, tmp_path: Path
+) -> None:
     screen = terminal.wait_for("features: fs-read, retention, compact, session-reference")
     assert "scripted model (no API key)" in screen
     target_id = screen.split("session ", 1)[1].split()[0]
@@ -148,7 +149,7 @@ def test_mention_a_compacted_session_in_a_real_terminal(terminal: Terminal, tmp_
     assert "Traceback" not in screen
 
     # The stored log of the new session, read after the process is gone.
-    host = Host.start(load_config(env={"DSH_HOME": str(tmp_path / "data"), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path))
+    host = make_host(data_dir=tmp_path / "data")
     try:
         ids = {row.id for row in host.store.list_sessions()}
         assert ids == {SOURCE_ID, PROBE_ID, target_id}
