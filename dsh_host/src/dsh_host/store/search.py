@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from dsh_host.store.base import CandidateRow
@@ -21,6 +22,8 @@ CHECKPOINT_SOURCE_KIND = "plugin"
 CHECKPOINT_SOURCE_PLUGIN = "compact"
 
 _SEPARATORS = re.compile("[\\s\x00-\x1f\x7f-\x9f\ud800-\udfff]+")
+_SPACES = re.compile(r"\s+")
+SNIPPET_CHARS = 80
 
 
 def name_needle(query: str) -> str:
@@ -44,6 +47,37 @@ def body_words(query: str) -> list[str]:
         if word and word not in words and any(unicodedata.category(ch)[0] in "LN" for ch in word):
             words.append(word)
     return words
+
+
+def snippet_cutter(words: list[str], width: int = SNIPPET_CHARS) -> Callable[[str], str]:
+    """A function cutting a snippet of a text for `words` (see `cut_snippet`), its pattern compiled once."""
+    pattern = re.compile("(?<!\\w)(?:" + "|".join(map(re.escape, words)) + ")(?!\\w)", re.IGNORECASE) if words else None
+    return lambda text: cut_snippet(text, pattern, width)
+
+
+def cut_snippet(text: str, pattern: re.Pattern[str] | None, width: int = SNIPPET_CHARS) -> str:
+    """About `width` characters of `text` around the first match of `pattern`, whitespace
+    collapsed, `…` where it was cut; its start when nothing matches as written (a match the
+    full-text engine made by folding diacritics, say)."""
+    found = pattern.search(text) if pattern is not None else None
+    at = 0 if found is None else found.start()
+    # Only a window around the match is flattened: a long message costs no more than a short one.
+    lo = max(0, at - 2 * width)
+    window = text[lo : at + 2 * width]
+    head = _SPACES.sub(" ", window[: at - lo]).lstrip()
+    tail = _SPACES.sub(" ", window[at - lo :]).rstrip()
+    flat, offset = head + tail, len(head)
+    # A third of the width before the match, but never less text than the width allows.
+    start = max(0, min(offset - width // 3, len(flat) - width))
+    if start:
+        space = flat.rfind(" ", 0, start + 1)
+        start = space + 1 if space > start - width // 3 else start
+    end = min(len(flat), start + width)
+    more = end < len(flat) or lo + len(window) < len(text)
+    if end < len(flat):
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    return ("…" if start or lo else "") + flat[start:end] + ("…" if more else "")
 
 
 def searchable_condition(row: str) -> str:

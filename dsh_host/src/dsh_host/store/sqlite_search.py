@@ -11,8 +11,8 @@
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
   `sessions` keep it, through the `dsh_fold` function every connection registers.
 
-One statement ranks name and body matches together and stops at the limit; snippets are then
-cut for the body matches returned. A progress handler checks the cancel event, so a
+One statement ranks name and body matches together, stops at the limit and returns the text of
+each body match's best node, which the snippet is cut from. A progress handler checks the cancel event, so a
 superseded search stops within a few thousand VM steps.
 """
 
@@ -23,12 +23,12 @@ import threading
 from collections.abc import Callable
 
 from dsh_host.store.base import CandidateRow, SearchCancelled
-from dsh_host.store.search import body_words, name_needle, searchable_condition
+from dsh_host.store.search import body_words, name_needle, searchable_condition, snippet_cutter
 
 FOLD_FUNCTION = "dsh_fold"
-SNIPPET_TOKENS = 12
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
+_TEXT_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
 
 
 SEARCH_SCHEMA = f"""
@@ -93,55 +93,52 @@ def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _names_source(needle: str) -> tuple[str, list[object]]:
-    """The pks of sessions whose folded id, title or cwd contains `needle`, and its parameters."""
+def _names_source(needle: str) -> tuple[str, object]:
+    """The pks of sessions whose folded id, title or cwd contains `needle`, and its `:needle`."""
     if len(needle) >= _TRIGRAM and needle.isprintable():
-        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH ?", [_phrase(needle)]
-    raw = needle.encode("utf-8", "surrogatepass")
+        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH :needle", _phrase(needle)
     return (
-        "SELECT rowid AS pk FROM session_names WHERE instr(CAST(id AS BLOB), ?1) "
-        "OR instr(CAST(title AS BLOB), ?1) OR instr(CAST(cwd AS BLOB), ?1)",
-        [raw],
+        "SELECT rowid AS pk FROM session_names WHERE instr(CAST(id AS BLOB), :needle) "
+        "OR instr(CAST(title AS BLOB), :needle) OR instr(CAST(cwd AS BLOB), :needle)",
+        needle.encode("utf-8", "surrogatepass"),
     )
 
 
-_RANKED = """
-WITH names(pk) AS MATERIALIZED ({names}),
-hits(key, score) AS (SELECT rowid, rank FROM surface_fts WHERE surface_fts MATCH ?),
-body(pk, key, score) AS (SELECT key >> 32, key, min(score) FROM hits GROUP BY key >> 32),
-matched(pk, key, score) AS (
-    SELECT pk, NULL, 0.0 FROM names
-    UNION ALL
-    SELECT pk, key, score FROM body WHERE pk NOT IN (SELECT pk FROM names)
-)
+_GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END"
+
+# Every name match and every matching node, in rank order: a session's first row stands for it
+# (a name match sorts before its nodes, its best node before the rest), so the caller reads
+# rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
+_RANKED = f"""
+WITH names(pk) AS ({{names}})
 SELECT s.id, s.created_at, s.cwd, s.title, m.key, m.score
-FROM matched AS m JOIN sessions AS s ON s.pk = m.pk
-WHERE s.id IS NOT ?
-ORDER BY CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = ? THEN 0 ELSE 2 END, m.key IS NOT NULL, m.score,
-    s.created_at DESC, s.id
-LIMIT ?
+FROM (
+    SELECT pk, NULL AS key, 0.0 AS score FROM names
+    UNION ALL
+    SELECT rowid >> 32, rowid, rank FROM surface_fts WHERE surface_fts MATCH :match
+) AS m
+JOIN sessions AS s ON s.pk = m.pk
+WHERE s.id IS NOT :target
+ORDER BY {_GROUP}, m.key IS NOT NULL, m.score, s.created_at DESC, s.id
 """
 
-_RANKED_NAMES = """
-WITH names(pk) AS ({names})
+_RANKED_NAMES = f"""
+WITH names(pk) AS ({{names}})
 SELECT s.id, s.created_at, s.cwd, s.title, NULL, 0.0
 FROM names AS m JOIN sessions AS s ON s.pk = m.pk
-WHERE s.id IS NOT ?
-ORDER BY CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = ? THEN 0 ELSE 2 END, s.created_at DESC, s.id
-LIMIT ?
+WHERE s.id IS NOT :target
+ORDER BY {_GROUP}, s.created_at DESC, s.id
+LIMIT :limit
 """
 
-_EVERY_SESSION = """
-SELECT id, created_at, cwd, title, NULL, 0.0 FROM sessions
-WHERE id IS NOT ?
-ORDER BY CASE WHEN cwd IS NULL THEN 1 WHEN cwd = ? THEN 0 ELSE 2 END, created_at DESC, id
-LIMIT ?
-"""
+_TEXTS = "SELECT rowid, text FROM surface_fts WHERE rowid IN ({keys})"
 
-_SNIPPET = (
-    f"SELECT CAST(snippet(surface_fts, 0, '', '', '…', {SNIPPET_TOKENS}) AS BLOB) FROM surface_fts "
-    "WHERE surface_fts MATCH ? AND rowid = ?"
-)
+_EVERY_SESSION = f"""
+SELECT s.id, s.created_at, s.cwd, s.title, NULL, 0.0 FROM sessions AS s
+WHERE s.id IS NOT :target
+ORDER BY {_GROUP}, s.created_at DESC, s.id
+LIMIT :limit
+"""
 
 
 def search(
@@ -157,26 +154,27 @@ def search(
     """Run a candidate search on `conn` (see `SessionStore.search_candidates`)."""
     needle = name_needle(query)
     words = body_words(query)
-    match = " ".join(_phrase(word) for word in words)
+    params: dict[str, object] = {"target": target, "cwd": target_cwd, "limit": limit}
     if not needle:
-        sql, params = _EVERY_SESSION, []
+        sql = _EVERY_SESSION
     else:
-        names, params = _names_source(needle)
+        names, params["needle"] = _names_source(needle)
         if words:
             sql = _RANKED.format(names=names)
-            params.append(match)
+            params["match"] = " ".join(_phrase(word) for word in words)
         else:
             sql = _RANKED_NAMES.format(names=names)
-    params += [target, target_cwd, limit]
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
-    conn.execute("BEGIN")
+    conn.execute("BEGIN")  # the texts are read from the same snapshot as the ranking
     try:
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = conn.execute(sql, params).fetchall()
-            snippets = [None if key is None else _snippet(conn, match, key) for *_, key, _ in rows]
+            rows = (
+                _first_per_session(conn.execute(sql, params), limit) if words else conn.execute(sql, params).fetchall()
+            )
+            texts = _texts(conn, [row[4] for row in rows if row[4] is not None])
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None
@@ -186,15 +184,39 @@ def search(
                 conn.set_progress_handler(None, 0)
     finally:
         conn.execute("COMMIT")
+    cut = snippet_cutter(words)
+    make = CandidateRow._make
     return [
-        CandidateRow(sid.decode("utf-8", "surrogatepass"), created, from_text(cwd), from_text(title), snippet, score)
-        for (sid, created, cwd, title, _, score), snippet in zip(rows, snippets, strict=True)
+        make(
+            (
+                sid.decode("utf-8", "surrogatepass"),
+                created,
+                from_text(cwd),
+                from_text(title),
+                None if key is None else cut(from_text(texts[key])),
+                score,
+            )
+        )
+        for sid, created, cwd, title, key, score in rows
     ]
 
 
-def _snippet(conn: sqlite3.Connection, match: str, key: int) -> str:
-    (raw,) = conn.execute(_SNIPPET, (match, key)).fetchone()
-    try:
-        return raw.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:  # the cut fell inside a character: show its bytes replaced
-        return raw.decode("utf-8", "replace")
+def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
+    """The first row of each session (by id), until `limit` sessions."""
+    rows, seen = [], set()
+    for row in cursor:
+        if row[0] not in seen:
+            seen.add(row[0])
+            rows.append(row)
+            if len(rows) == limit:
+                break
+    return rows
+
+
+def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
+    """The indexed text of each node (by key), read in batches of keys."""
+    texts = {}
+    for start in range(0, len(keys), _TEXT_BATCH):
+        batch = keys[start : start + _TEXT_BATCH]
+        texts.update(conn.execute(_TEXTS.format(keys=",".join("?" * len(batch))), batch))
+    return texts
