@@ -66,8 +66,15 @@ def run_dsh(
     args: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """Run `dsh ARGS` to completion, capturing text output (no stdin)."""
+    return run_command([*dsh_command(), *args], env=env, cwd=cwd, timeout=timeout)
+
+
+def run_command(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` to completion, capturing text output (no stdin)."""
     return subprocess.run(
-        [*dsh_command(), *args],
+        list(argv),
         env=dict(env),
         cwd=cwd,
         capture_output=True,

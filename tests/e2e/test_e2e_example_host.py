@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.e2e_support import PREFIX, clean_env, ok
+from tests.e2e.e2e_support import PREFIX, clean_env, ok, run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "automation_host.py"
@@ -16,19 +15,7 @@ LINE = re.compile(r"^(research|summary): session (\w+) turn (\d) completed: (.+)
 
 def test_the_example_host_runs_two_sessions_and_references_one_from_the_other(tmp_path, make_host):
     data = tmp_path / "data"
-    done = ok(
-        subprocess.run(
-            [sys.executable, str(EXAMPLE), str(data)],
-            env=clean_env(tmp_path),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-            check=False,
-        )
-    )
+    done = ok(run_command([sys.executable, str(EXAMPLE), str(data)], env=clean_env(tmp_path), cwd=tmp_path))
     assert done.stderr == ""
     *turns, last = done.stdout.splitlines()
     assert last == "agents created: 2"
