@@ -19,12 +19,14 @@ that role, under row-level security like any team member). Each figure has a sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,49 +59,59 @@ def _server(workdir: Path) -> Any:
     return PostgresServer(dsn, pgpass)
 
 
-def _host(database: Any, workdir: Path) -> Host:
-    """A host on the PostgreSQL store, as the benchmark's ordinary role, with no plugins."""
+@dataclass(frozen=True)
+class _Bench:
+    """What a figure measures with: a host on the store and a bare connection, both as the role."""
+
+    host: Host
+    run: Callable[[Any], Any]  # runs a coroutine to completion on the figure's event loop
+    conn: Any
+
+
+@contextlib.contextmanager
+def _bench(database: Any, workdir: Path) -> Iterator[_Bench]:
+    """A host on the PostgreSQL store (no plugins) and a bare psycopg connection, as the
+    benchmark's ordinary role, under row-level security like any team member."""
+    import psycopg
+
     config = {
         "host": {"store": "postgres", "plugins": [], "data_dir": str(workdir)},
         "stores": {"postgres": {"dsn": database.dsn()}},
     }
-    return Host.start(Config.from_mapping(config))
+    host = Host.start(Config.from_mapping(config))
+    loop = asyncio.new_event_loop()
+    conn = psycopg.connect(database.dsn(), autocommit=True)
+    try:
+        yield _Bench(host, loop.run_until_complete, conn)
+    finally:
+        conn.close()
+        loop.close()
+        host.close()
 
 
 def read_surface_figure(database: Any, workdir: Path) -> Figure:
-    store = database.open()
-    host = _host(database, workdir)
-    loop = asyncio.new_event_loop()
-    query = host.services.session_query
-    try:
-        events = compacted_session(200_000)
+    events = compacted_session(200_000)
+    seqs = list(fold(events).nodes)
+    with _bench(database, workdir) as bench:
         header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
         for start in range(0, len(events), 50_000):
-            store.append(header, events[start : start + 50_000])
-        seqs = list(fold(events).nodes)
-        with database.admin() as conn:
-            conn.execute("ANALYZE")
-        import psycopg
-
-        conn = psycopg.connect(database.dsn(), autocommit=True)
-        (pk,) = conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
+            bench.host.store.append(header, events[start : start + 50_000])
+        with database.admin() as admin:
+            admin.execute("ANALYZE")
+        (pk,) = bench.conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
         loads = json.loads
+        query = bench.host.services.session_query
 
         def bare() -> None:
-            rows = conn.execute(
+            rows = bench.conn.execute(
                 "SELECT line FROM dsh.events WHERE session_pk = %s AND seq = ANY(%s)", (pk, seqs)
             ).fetchall()
             assert len([loads(line) for (line,) in rows]) == SURFACE
 
         def read() -> None:
-            assert len(loop.run_until_complete(query.read_surface("log-200k")).events) == SURFACE
+            assert len(bench.run(query.read_surface("log-200k")).events) == SURFACE
 
         baseline, value = interleaved(bare, read)
-        conn.close()
-    finally:
-        loop.close()
-        host.close()
-        store.close()
     return Figure(
         name="pg_read_surface_200k",
         value=value,
@@ -112,36 +124,27 @@ def read_surface_figure(database: Any, workdir: Path) -> Figure:
 
 def list_sessions_figure(database: Any, workdir: Path) -> Figure:
     count = 10_000
-    with database.admin() as conn:
+    with database.admin() as admin:
         # Rows exactly as the store writes them, made in one statement rather than 10,000 flushes.
-        conn.execute(
+        admin.execute(
             "INSERT INTO dsh.sessions (id, owner, created_at, cwd, header, next_seq, next_ord, title, title_seq, "
             "title_time) SELECT convert_to('session-' || lpad(g::text, 5, '0'), 'UTF8'), %s, "
             "1700000000000 + g * 1000, '/work/p' || (g %% 50), '{}', 3, 1, "
             "'Refactor module ' || g || ' and its tests', 2, 0 FROM generate_series(0, %s - 1) g",
             (database.user, count),
         )
-        conn.execute("ANALYZE")
-    import psycopg
-
-    host = _host(database, workdir)
-    loop = asyncio.new_event_loop()
-    query = host.services.session_query
-    conn = psycopg.connect(database.dsn(), autocommit=True)
-    try:
+        admin.execute("ANALYZE")
+    with _bench(database, workdir) as bench:
+        query = bench.host.services.session_query
 
         def bare() -> None:
-            assert len(conn.execute("SELECT id, cwd, created_at, title FROM dsh.sessions").fetchall()) == count
+            assert len(bench.conn.execute("SELECT id, cwd, created_at, title FROM dsh.sessions").fetchall()) == count
 
         def listing() -> None:
-            records = loop.run_until_complete(query.list_sessions())
+            records = bench.run(query.list_sessions())
             assert len(records) == count and records[0].title
 
         baseline, value = interleaved(bare, listing)
-    finally:
-        conn.close()
-        loop.close()
-        host.close()
     return Figure(
         name="pg_list_sessions_10k",
         value=value,
@@ -153,49 +156,40 @@ def list_sessions_figure(database: Any, workdir: Path) -> Figure:
 
 
 def append_flush_figure(database: Any, workdir: Path) -> Figure:
-    import psycopg
-
-    host = _host(database, workdir)
-    loop = asyncio.new_event_loop()
     events = turn_events()  # built once, outside the timed region
     counter = iter(range(1_000_000))
+    with database.admin() as admin:
+        admin.execute("CREATE TABLE public.copy_baseline (LIKE dsh.events INCLUDING ALL)")
+        admin.execute(f"GRANT INSERT ON public.copy_baseline TO {database.user}")
+    with _bench(database, workdir) as bench:
+        sessions = bench.host.sessions
 
-    def append_and_flush() -> None:
-        session = host.sessions.create("/bench", f"turn-{next(counter)}")
-        append_turn(session, events)
-        loop.run_until_complete(host.sessions.flush(session))
-        host.sessions.forget(session.id)
+        def append_and_flush() -> None:
+            session = sessions.create("/bench", f"turn-{next(counter)}")
+            append_turn(session, events)
+            bench.run(sessions.flush(session))
+            sessions.forget(session.id)
 
-    try:
         append_and_flush()  # warm up the pool and the prepared statements
         value = best_of(append_and_flush, repeat=9)
-        sample = host.sessions.create("/bench", "sample")
+        sample = sessions.create("/bench", "sample")
         append_turn(sample, events)
-        host.sessions.forget("sample")
+        sessions.forget("sample")
         lines = [e.to_line() for e in sample.events]
-    finally:
-        loop.close()
-        host.close()
+        keys = iter(range(1, 1_000_000))
 
-    with database.admin() as conn:
-        conn.execute("CREATE TABLE public.copy_baseline (LIKE dsh.events INCLUDING ALL)")
-        conn.execute(f"GRANT INSERT ON public.copy_baseline TO {database.user}")
-    conn = psycopg.connect(database.dsn(), autocommit=True)
-    keys = iter(range(1, 1_000_000))
+        def copy() -> None:
+            pk = next(keys)
+            with (
+                bench.conn.transaction(),
+                bench.conn.cursor() as cur,
+                cur.copy("COPY public.copy_baseline (session_pk, seq, line) FROM STDIN") as out,
+            ):
+                for seq, line in enumerate(lines):
+                    out.write_row((pk, seq, line))
 
-    def copy() -> None:
-        pk = next(keys)
-        with (
-            conn.transaction(),
-            conn.cursor() as cur,
-            cur.copy("COPY public.copy_baseline (session_pk, seq, line) FROM STDIN") as out,
-        ):
-            for seq, line in enumerate(lines):
-                out.write_row((pk, seq, line))
-
-    copy()
-    baseline = best_of(copy, repeat=9)
-    conn.close()
+        copy()
+        baseline = best_of(copy, repeat=9)
     n = len(lines)
     return Figure(
         name="pg_append_flush_1000",
