@@ -11,21 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_host.errors import ConfigError
 from dsh_host.hookspecs import hookimpl
-
-STORE = "postgres"
-
-
-def postgres_module() -> Any:
-    """The store module, or a ConfigError saying how to install it."""
-    try:
-        from dsh_host.store import postgres
-    except ImportError as exc:
-        raise ConfigError(
-            f"[host] store = \"postgres\" needs psycopg: pip install 'dsh-host[postgres]' ({exc})"
-        ) from None
-    return postgres
+from dsh_host.store.postgres_loader import STORE, postgres_module
 
 
 def open_postgres_store(host: Any, table: dict[str, Any]) -> Any:
@@ -40,7 +27,7 @@ def dsh_register_stores(register):
 
 @hookimpl
 def dsh_register_commands(cli):
-    # Imported here: the command module imports this one.
+    # Imported here: only a host building its command line needs the commands.
     from dsh_host.cli.store_postgres import share, store_group, unshare
 
     cli.add_command(store_group)
