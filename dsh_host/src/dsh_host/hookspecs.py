@@ -56,7 +56,7 @@ def dsh_register_models(register):
     Called once when the host builds its model registry. `register(name, factory)` adds an
     adapter under the provider `name` (the part before `:` in `[host] model`); `factory(host)`
     returns an object with `async def stream(request)` yielding stream-chunk dicts (see
-    `dsh_host.models.base.ModelAdapter`). Registering a name twice is an error.
+    `dsh_host.ModelAdapter`). Registering a name twice is an error.
     """
 
 
@@ -64,7 +64,7 @@ def dsh_register_models(register):
 def dsh_register_tools(register):
     """Register tools the model may call.
 
-    Called once per agent when it starts. `register(tool)` adds a `dsh_host.tools.base.Tool`;
+    Called once per agent when it starts. `register(tool)` adds a `dsh_host.Tool`;
     two tools with the same name are an error. Tools run with the agent's session cwd.
     """
 
@@ -97,7 +97,7 @@ def dsh_prompt_submit(agent, content, source, signal, contexts):
 
     Called by the agent once per queued message it claims (never for steering), after
     `turn/start`. `content` and `source` are the frozen record's; `contexts` are the record's
-    frozen contexts. Returns a `dsh_host.agent.PromptDecision`: `Allow(content=None,
+    frozen contexts. Returns a `dsh_host.PromptDecision`: `Allow(content=None,
     additional_contexts=None)` or `Block(reason)`.
 
     This is a waterfall: the host's own implementation runs last (`trylast`) and returns the
@@ -266,7 +266,7 @@ def dsh_agent_turn_continuation(agent, turn, default_decision, signal):
 
     Called by the agent after each successful step's `step/end`. `default_decision` is
     `Continue()` when the step had tool calls or steering was written after the response, else
-    `Stop()`; the host default returns it. Returns a `dsh_host.agent.ContinuationDecision`:
+    `Stop()`; the host default returns it. Returns a `dsh_host.ContinuationDecision`:
     `Continue(content=None, source=None)` (with `content`, the loop adds it as steering first)
     or `Stop()`. Pending steering turns a stop into another step anyway. Waterfall: a plain
     implementation returning a decision decides, a wrapper adjusts the downstream one.
