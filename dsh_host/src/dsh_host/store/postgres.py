@@ -54,10 +54,10 @@ from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_fro
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.settings import read_int, read_str, reject_unknown
 from dsh_host.store.base import CandidateRow, SearchCancelled, SessionNotFound, SessionRow, StoredTitle, StoreError
-from dsh_host.store.search import body_words, name_needle, searchable_condition
 
 # The header and event lines are the same JSON text as in SQLite, made and read the same way.
-from dsh_host.store.sqlite import _json_text, header_from_row
+from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
+from dsh_host.store.search import body_words, name_needle, searchable_condition
 
 SCHEMA_VERSION = 4
 SCHEMA = "dsh"
@@ -607,7 +607,7 @@ class PostgresSessionStore:
                 _id(header.id),
                 header.created_at,
                 *_split(header.cwd),
-                _json_text(json.dumps(header.to_json(), ensure_ascii=False)),
+                json_text(json.dumps(header.to_json(), ensure_ascii=False)),
                 _fold(header.id),
                 _fold(header.cwd),
             ),
@@ -619,7 +619,7 @@ class PostgresSessionStore:
         title: tuple[Any, ...] | None = None
         for event in events:
             seqs.append(event.seq)
-            lines.append(_json_text(event.to_line()))
+            lines.append(json_text(event.to_line()))
             if (
                 event.type == "session/title"
                 and isinstance(event.data, dict)
@@ -796,12 +796,7 @@ class PostgresSessionStore:
             rows = conn.execute(_SURFACE_LINES, (_id(session_id),))
             header_text, next_seq = self._session_row(conn, session_id, "header, next_seq")
             lines = rows.fetchall()
-        loads = json.loads
-        return SurfaceSnapshot(
-            header=header_from_row(header_text, session_id),
-            captured_through_seq=next_seq - 1 if next_seq else None,
-            events=[loads(line) for (line,) in lines],
-        )
+        return surface_snapshot(header_text, session_id, next_seq, lines)
 
     def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         """Header, last seq and each surface node's `SurfaceText` of several sessions, in order.
@@ -818,11 +813,7 @@ class PostgresSessionStore:
             texts = [SurfaceText(*fields) if raw is None else _surface_text(raw) for *fields, raw in rows.fetchall()]
         else:
             texts = [SurfaceText._make(fields) for *fields, _ in rows.fetchall()]
-        return SurfaceTexts(
-            header=header_from_row(header_text, session_id),
-            captured_through_seq=next_seq - 1 if next_seq else None,
-            texts=texts,
-        )
+        return surface_texts(header_text, session_id, next_seq, texts)
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         """The header and every event line of a session, in seq order, in one read transaction."""

@@ -38,6 +38,7 @@ from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, Surface
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import sqlite_search
 from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
@@ -127,26 +128,6 @@ def _text(value: str | None) -> str | bytes | None:
 
 def _from_text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
-
-
-def _json_text(text: str) -> str:
-    if text.isascii() or not _SURROGATE.search(text):
-        return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def header_from_row(text: str, session_id: str | None = None) -> SessionHeader:
-    raw = json.loads(text)
-    return SessionHeader(
-        # The id column is exact; JSON text would merge a Python string's surrogate halves.
-        id=raw["id"] if session_id is None else session_id,
-        created_at=raw["createdAt"],
-        cwd=raw.get("cwd"),
-        version=raw.get("version", 0),
-        parent_session=raw.get("parentSession"),
-        seed_length=raw.get("seedLength"),
-        delegation_depth=raw.get("delegationDepth"),
-    )
 
 
 class SqliteSessionStore:
@@ -297,7 +278,7 @@ class SqliteSessionStore:
                 _id(header.id),
                 header.created_at,
                 _text(header.cwd),
-                _json_text(json.dumps(header.to_json(), ensure_ascii=False)),
+                json_text(json.dumps(header.to_json(), ensure_ascii=False)),
             ),
         )
         return cursor.lastrowid
@@ -323,7 +304,7 @@ class SqliteSessionStore:
             expected += 1
             kind, line = event.type, event.to_line()
             stored_kind = kind if kind.isascii() else _text(kind)  # a lone surrogate makes it bytes
-            rows.append((base | seq, stored_kind, line if line.isascii() else _json_text(line)))
+            rows.append((base | seq, stored_kind, line if line.isascii() else json_text(line)))
             if kind in _MARKED_TYPES:
                 marked.append(event)
         conn.executemany("INSERT INTO events (key, type, line) VALUES (?, ?, ?)", rows)
@@ -466,12 +447,7 @@ class SqliteSessionStore:
                 "WHERE s.session_pk = ? ORDER BY s.ord",
                 (pk,),
             ).fetchall()
-        loads = json.loads
-        return SurfaceSnapshot(
-            header=header_from_row(header_text, session_id),
-            captured_through_seq=next_seq - 1 if next_seq else None,
-            events=[loads(line) for (line,) in lines],
-        )
+        return surface_snapshot(header_text, session_id, next_seq, lines)
 
     def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         """Header, last seq and each surface node's `SurfaceText` of several sessions, in order.
@@ -491,11 +467,7 @@ class SqliteSessionStore:
             texts = [SurfaceText(kind, *map(_from_text, fields)) for kind, *fields in rows]
         else:
             texts = list(map(SurfaceText._make, rows))
-        return SurfaceTexts(
-            header=header_from_row(header_text, session_id),
-            captured_through_seq=next_seq - 1 if next_seq else None,
-            texts=texts,
-        )
+        return surface_texts(header_text, session_id, next_seq, texts)
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         """The header and every event line of a session, in seq order, in one read transaction."""
