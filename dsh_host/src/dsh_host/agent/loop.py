@@ -557,9 +557,12 @@ class Turn:
         return bool(records)
 
     def settle(self, reason: Mapping[str, Any]) -> None:
-        """Resolve the tickets of the messages this turn wrote with its result."""
+        """Resolve the tickets of the messages this turn wrote with its result (once: later calls do nothing)."""
+        pending = [ticket for ticket in self.tickets if not ticket.done()]
+        if not pending:
+            return  # the driver's fallback settle after a normal close: no log scan again
         result = turn_result(self.session, self.number, self.first_seq, reason)
-        for ticket in self.tickets:
+        for ticket in pending:
             ticket.finish(result)
 
     async def _durable(self) -> None:

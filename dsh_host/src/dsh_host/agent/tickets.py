@@ -64,6 +64,7 @@ class Ticket:
 
     @property
     def turn(self) -> int | None:
+        """The number of the turn that consumed the message; None before that and when dropped."""
         return self._turn
 
     def done(self) -> bool:
@@ -86,6 +87,7 @@ class Ticket:
             self._turn = turn
 
     def finish(self, result: TurnResult) -> None:
+        """Resolve with `result`, unless already resolved (the first result wins)."""
         if not self._future.done():
             self._future.set_result(result)
 
