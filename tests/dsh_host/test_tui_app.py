@@ -109,6 +109,10 @@ class FakeAgent:
     async def dispose(self):
         self.status = "disposed"
 
+    async def close(self):
+        await self.dispose()
+        await self.host.sessions.flush(self.session)
+
 
 @dataclass
 class Chat:

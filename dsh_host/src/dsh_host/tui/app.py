@@ -218,7 +218,8 @@ class ChatUI:
     """One chat in the terminal: an agent on a session, the editor, and the transcript.
 
     `agent_factory(host, session)` builds the agent for each session the chat opens (`/new`,
-    `/resume`); the chat disposes it when it moves on or closes.
+    `/resume`); the chat closes it (`agent.close()`: dispose, then flush its session) when it
+    moves on or closes.
     """
 
     def __init__(
@@ -395,8 +396,7 @@ class ChatUI:
         self._unsubscribe = []
         self.preview.clear()
         self.steering.clear()
-        await resolve(self.agent.dispose())
-        await self.host.sessions.flush(self.session)
+        await resolve(self.agent.close())
 
     def _replay(self) -> None:
         self.print(*(r for event in self.session.events for r in self.transcript.render(event)))
