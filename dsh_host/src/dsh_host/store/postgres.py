@@ -476,7 +476,10 @@ class PostgresSessionStore:
         """Connect, check the role and the schema, and start the pool; nothing is written."""
         options = f"-c statement_timeout={statement_timeout_ms}"
         with connect(dsn, autocommit=True, options=options) as conn:
-            role = check_database(conn)
+            try:
+                role = check_database(conn)
+            except psycopg.Error as exc:  # e.g. no access to the dsh schema: one line, not a traceback
+                raise StoreUnavailable(f"PostgreSQL store: cannot check the database: {_one_line(exc)}") from None
             dbname = conn.info.dbname
         pool = psycopg_pool.ConnectionPool(
             dsn,
