@@ -841,12 +841,14 @@ def _cancelling(conn: psycopg.Connection, cancel: threading.Event | None) -> Ite
     lock = threading.Lock()
 
     def watch() -> None:
+        # Cancel again every 50 ms until the statement ends: a cancel that reaches the server
+        # before the statement does is ignored, and the search would then run to its end.
         while not done.is_set():
             if cancel.wait(0.05):
                 with lock:  # never cancel a statement of whoever has the connection next
                     if not done.is_set():
                         conn.cancel_safe()
-                return
+                done.wait(0.05)
 
     threading.Thread(target=watch, name="dsh-search-cancel", daemon=True).start()
     try:
