@@ -167,3 +167,19 @@ def make_backend(name: str, directory: Path, request: pytest.FixtureRequest) -> 
 def store_backend(request, tmp_path) -> SqliteBackend | PostgresBackend:
     """Each store in turn (a fresh, empty one per test)."""
     return make_backend(request.param, tmp_path, request)
+
+
+@pytest.fixture
+def store(store_backend) -> Iterator:
+    """An open store of each backend in turn, closed at teardown."""
+    opened = store_backend.open()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_store(request, tmp_path_factory) -> Iterator:
+    """One store per backend for a whole module (property tests write sessions of fresh ids)."""
+    opened = make_backend(request.param, tmp_path_factory.mktemp("shared"), request).open()
+    yield opened
+    opened.close()

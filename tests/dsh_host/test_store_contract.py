@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,25 +18,9 @@ from dsh_host import SessionNotFound, StoreError
 from dsh_host.session.events import SessionHeader, event_from_json, surface_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
-from tests.store_backends import BACKENDS, make_backend
 
 # Its logs are built by hand (turnless fixtures, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
-
-
-@pytest.fixture
-def store(store_backend) -> Iterator:
-    opened = store_backend.open()
-    yield opened
-    opened.close()
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def shared_store(request, tmp_path_factory) -> Iterator:
-    """One store per backend for the whole module (property tests write sessions of fresh ids)."""
-    opened = make_backend(request.param, tmp_path_factory.mktemp("shared"), request).open()
-    yield opened
-    opened.close()
 
 
 USER = {"kind": "user"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,27 +18,12 @@ from dsh_host.session.session import Session
 from dsh_host.store.base import SearchCancelled
 from dsh_host.store.search import CHECKPOINT_SOURCE_KIND, CHECKPOINT_SOURCE_PLUGIN
 from dsh_session_reference.candidates import rank_candidates
-from tests.store_backends import BACKENDS, make_backend
 
 # Its logs are built by hand (turnless fixtures), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
 
 USER = {"kind": "user"}
 CHECKPOINT = dict(COMPACT_CHECKPOINT_SOURCE)
-
-
-@pytest.fixture
-def store(store_backend) -> Iterator:
-    opened = store_backend.open()
-    yield opened
-    opened.close()
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def shared_store(request, tmp_path_factory) -> Iterator:
-    opened = make_backend(request.param, tmp_path_factory.mktemp("search"), request).open()
-    yield opened
-    opened.close()
 
 
 def text(value: str) -> list[dict]:
