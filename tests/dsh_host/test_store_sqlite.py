@@ -15,7 +15,7 @@ from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import SessionHeader
 from dsh_host.store.base import StoreError
-from dsh_host.store.sqlite import SqliteSessionStore
+from dsh_host.store.sqlite import SCHEMA_VERSION, SqliteSessionStore
 from tests.dsh_host.test_store_contract import store_awkward_ids
 
 # Its logs are built by hand (turnless fixtures, broken logs on purpose), not written by dsh.
@@ -114,7 +114,8 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
 
 
 def _as_version_1(path: Path) -> None:
-    """Turn a database into what schema version 1 was: no search tables or triggers."""
+    """Turn a database into what schema version 1 was: no search tables, triggers or rank index."""
+    _as_version_2(path)
     conn = sqlite3.connect(path)
     with conn:
         for kind, name in conn.execute(
@@ -125,11 +126,19 @@ def _as_version_1(path: Path) -> None:
     conn.close()
 
 
-def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, monkeypatch):
-    from dsh_host.session.session import Session
-    from dsh_host.store import sqlite_search
+def _as_version_2(path: Path) -> None:
+    """Turn a database into what schema version 2 was: no `sessions_rank` index."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP INDEX sessions_rank")
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
 
-    path = tmp_path / "sessions.sqlite3"
+
+def _store_walruses(path: Path) -> None:
+    """Five sessions s0..s4 in cwd /w, titled "Title i", each saying "walrus number<i>"."""
+    from dsh_host.session.session import Session
+
     store = SqliteSessionStore.open(path)
     for i in range(5):
         session = Session(SessionHeader(id=f"s{i}", created_at=i, cwd="/w"))
@@ -138,6 +147,21 @@ def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, mo
         session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
         store.append(session.header, list(session.events))
     store.close()
+
+
+def _assert_walruses_found(store: SqliteSessionStore) -> None:
+    rows = store.search_candidates("walrus", target_id=None, target_cwd="/w", limit=10)
+    assert [(r.id, r.title, r.snippet) for r in rows] == [
+        (f"s{i}", f"Title {i}", f"walrus number{i}") for i in reversed(range(5))
+    ]
+    assert [r.id for r in store.search_candidates("title 3", target_id=None, target_cwd=None, limit=10)] == ["s3"]
+
+
+def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, monkeypatch):
+    from dsh_host.store import sqlite_search
+
+    path = tmp_path / "sessions.sqlite3"
+    _store_walruses(path)
     _as_version_1(path)
     monkeypatch.setattr(sqlite_search, "FILL_BATCH_SESSIONS", 2)
     seen: list[tuple[int, int]] = []
@@ -145,12 +169,55 @@ def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, mo
     store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
     try:
         assert seen == [(2, 5), (4, 5), (5, 5)]
-        assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
-        rows = store.search_candidates("walrus", target_id=None, target_cwd="/w", limit=10)
-        assert [(r.id, r.snippet) for r in rows] == [(f"s{i}", f"walrus number{i}") for i in reversed(range(5))]
-        assert [r.id for r in store.search_candidates("title 3", target_id=None, target_cwd=None, limit=10)] == ["s3"]
+        assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        _assert_walruses_found(store)
     finally:
         store.close()
     seen.clear()
     SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total))).close()
     assert seen == []  # upgraded once
+
+
+def test_a_version_2_database_gets_the_rank_index_on_first_open(tmp_path):
+    path = tmp_path / "sessions.sqlite3"
+    _store_walruses(path)
+    _as_version_2(path)
+    seen: list[tuple[int, int]] = []
+
+    store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
+    try:
+        assert seen == []  # an index over the sessions rows only: no surface to read, no progress
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sessions_rank'").fetchone() == (1,)
+        conn.close()
+        _assert_walruses_found(store)
+    finally:
+        store.close()
+
+
+class _FailingConnection(sqlite3.Connection):
+    """A connection whose ranking statement fails, and so does ending its transaction."""
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if "surface_fts MATCH" in sql:
+            raise sqlite3.OperationalError("the ranking failed")
+        if sql in ("COMMIT", "ROLLBACK"):
+            raise sqlite3.OperationalError("ending the transaction failed")
+        return super().execute(sql, *args)
+
+
+def test_a_search_error_is_not_hidden_by_ending_its_transaction(tmp_path):
+    from dsh_host.store import sqlite_search
+
+    path = tmp_path / "sessions.sqlite3"
+    _store_walruses(path)
+    conn = sqlite3.connect(path, isolation_level=None, factory=_FailingConnection)
+    sqlite_search.register_fold(conn, lambda value: value, lambda value: value)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="the ranking failed"):
+            sqlite_search.search(
+                conn, "walrus", target=None, target_cwd="/w", limit=10, cancel=None, from_text=lambda value: value
+            )
+    finally:
+        conn.close()
