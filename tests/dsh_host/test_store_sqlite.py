@@ -114,8 +114,7 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
 
 
 def _as_version_1(path: Path) -> None:
-    """Turn a database into what schema version 1 was: no search tables, triggers or rank index."""
-    _as_version_2(path)
+    """Turn a database into what schema version 1 was: no search tables or triggers."""
     conn = sqlite3.connect(path)
     with conn:
         for kind, name in conn.execute(
@@ -123,15 +122,6 @@ def _as_version_1(path: Path) -> None:
         ).fetchall():
             conn.execute(f"DROP {'TRIGGER' if kind == 'trigger' else 'TABLE'} {name}")
         conn.execute("PRAGMA user_version = 1")
-    conn.close()
-
-
-def _as_version_2(path: Path) -> None:
-    """Turn a database into what schema version 2 was: no `sessions_rank` index."""
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("DROP INDEX sessions_rank")
-        conn.execute("PRAGMA user_version = 2")
     conn.close()
 
 
@@ -176,24 +166,6 @@ def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, mo
     seen.clear()
     SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total))).close()
     assert seen == []  # upgraded once
-
-
-def test_a_version_2_database_gets_the_rank_index_on_first_open(tmp_path):
-    path = tmp_path / "sessions.sqlite3"
-    _store_walruses(path)
-    _as_version_2(path)
-    seen: list[tuple[int, int]] = []
-
-    store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
-    try:
-        assert seen == []  # an index over the sessions rows only: no surface to read, no progress
-        conn = sqlite3.connect(path)
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sessions_rank'").fetchone() == (1,)
-        conn.close()
-        _assert_walruses_found(store)
-    finally:
-        store.close()
 
 
 class _FailingConnection(sqlite3.Connection):

@@ -15,8 +15,7 @@ Schema choices, each for a figure the store must meet:
   titles reads no log.
 - `surface_fts` and `session_names` are the full-text indexes candidate search reads, kept by
   triggers in the transaction that writes the rows they mirror (see `dsh_host.store.sqlite_search`).
-  Schema version 2 added them, version 3 the `sessions_rank` index the ranking reads; an older
-  database gets what it lacks on first open.
+  Schema version 2 added them; a version 1 database gets them on first open.
 
 Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
 write different sessions at once. Reads run on per-thread connections, so async callers can
@@ -41,7 +40,7 @@ from dsh_host.store import sqlite_search
 from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -211,26 +210,22 @@ class SqliteSessionStore:
                 f"{self.path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
                 "upgrade dsh to open it"
             )
-        if version not in (1, 2, SCHEMA_VERSION):
+        if version not in (1, SCHEMA_VERSION):
             self.close()
             raise StoreError(f"{self.path} has unknown schema version {version}")
         conn.execute("PRAGMA journal_mode = WAL")
-        if version < SCHEMA_VERSION:
-            self._upgrade(conn, version)
+        if version == 1:
+            self._add_search_indexes(conn)
 
-    def _upgrade(self, conn: sqlite3.Connection, version: int) -> None:
-        """Upgrade from `version` in one transaction: version 1 gets the search indexes, created
-        and filled; version 2 the `sessions_rank` index."""
+    def _add_search_indexes(self, conn: sqlite3.Connection) -> None:
+        """Upgrade version 1 to 2: create and fill the search indexes, in one transaction."""
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if conn.execute("PRAGMA user_version").fetchone()[0] == version:  # not upgraded meanwhile
-                    if version == 1:
-                        for statement in _statements(sqlite_search.SEARCH_SCHEMA):
-                            conn.execute(statement)
-                        sqlite_search.fill_indexes(conn, self._progress)
-                    else:
-                        conn.execute(sqlite_search.RANK_INDEX)
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+                    for statement in _statements(sqlite_search.SEARCH_SCHEMA):
+                        conn.execute(statement)
+                    sqlite_search.fill_indexes(conn, self._progress)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:

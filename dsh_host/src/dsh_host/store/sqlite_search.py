@@ -11,15 +11,9 @@
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
   `sessions` keep it, through the `dsh_fold` function every connection registers.
 
-- `sessions_rank` covers the columns the ranking reads from `sessions` (cwd, created_at, id) by
-  pk: every body hit looks its session up there, and that small index, not the wide rows with
-  their headers, is what the lookups touch, so they stay cheap as the store grows. Schema version 3
-  added it.
-
-One statement ranks name and body matches together in a sorter of narrow rows; the caller reads
-rows until it has the limit, and only those sessions' titles and best nodes' texts (the snippet is
-cut from them) are read after. A progress handler checks the cancel event, so a superseded search
-stops within a few thousand VM steps.
+One statement ranks name and body matches together, stops at the limit and returns the text of
+each body match's best node, which the snippet is cut from. A progress handler checks the cancel event, so a
+superseded search stops within a few thousand VM steps.
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ from dsh_host.store.search import body_words, name_needle, searchable_condition,
 FOLD_FUNCTION = "dsh_fold"
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
-_LOOKUP_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
-
-# What the ranking reads of each matching session, by pk (see the module docstring).
-RANK_INDEX = "CREATE INDEX sessions_rank ON sessions (pk, cwd, created_at, id);"
+_TEXT_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
 
 
 SEARCH_SCHEMA = f"""
@@ -60,7 +51,6 @@ END;
 CREATE TRIGGER session_names_delete AFTER DELETE ON sessions BEGIN
     DELETE FROM session_names WHERE rowid = old.pk;
 END;
-{RANK_INDEX}
 """
 
 # Filling the indexes of a database made before them: sessions at once, surface rows by ranges
@@ -119,17 +109,16 @@ _GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END"
 
 # Every name match and every matching node, in rank order: a session's first row stands for it
 # (a name match sorts before its nodes, its best node before the rest), so the caller reads
-# rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT; its rows
-# carry no title or text, which are read for the returned sessions only.
+# rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
 _RANKED = f"""
 WITH names(pk) AS ({{names}})
-SELECT s.id, s.created_at, s.cwd, m.pk, m.key, m.score
+SELECT s.id, s.created_at, s.cwd, s.title, m.key, m.score
 FROM (
     SELECT pk, NULL AS key, 0.0 AS score FROM names
     UNION ALL
     SELECT rowid >> 32, rowid, rank FROM surface_fts WHERE surface_fts MATCH :match
 ) AS m
-JOIN sessions AS s INDEXED BY sessions_rank ON s.pk = m.pk
+JOIN sessions AS s ON s.pk = m.pk
 WHERE s.id IS NOT :target
 ORDER BY {_GROUP}, m.key IS NOT NULL, m.score, s.created_at DESC, s.id
 """
@@ -144,7 +133,6 @@ LIMIT :limit
 """
 
 _TEXTS = "SELECT rowid, text FROM surface_fts WHERE rowid IN ({keys})"
-_TITLES = "SELECT pk, title FROM sessions WHERE pk IN ({keys})"
 
 _EVERY_SESSION = f"""
 SELECT s.id, s.created_at, s.cwd, s.title, NULL, 0.0 FROM sessions AS s
@@ -179,9 +167,22 @@ def search(
             sql = _RANKED_NAMES.format(names=names)
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
-    conn.execute("BEGIN")  # titles and texts are read from the same snapshot as the ranking
+    conn.execute("BEGIN")  # the texts are read from the same snapshot as the ranking
     try:
-        rows, texts = _read(conn, sql, params, limit, cancel, ranked=bool(words))
+        if cancel is not None:
+            conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
+        try:
+            rows = (
+                _first_per_session(conn.execute(sql, params), limit) if words else conn.execute(sql, params).fetchall()
+            )
+            texts = _texts(conn, [row[4] for row in rows if row[4] is not None])
+        except sqlite3.OperationalError:
+            if cancel is not None and cancel.is_set():
+                raise SearchCancelled("candidate search was cancelled") from None
+            raise
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
     except BaseException:
         # The read transaction has nothing to keep; an error ending it must not hide this one.
         with contextlib.suppress(sqlite3.Error):
@@ -205,34 +206,6 @@ def search(
     ]
 
 
-def _read(
-    conn: sqlite3.Connection,
-    sql: str,
-    params: dict[str, object],
-    limit: int,
-    cancel: threading.Event | None,
-    *,
-    ranked: bool,
-) -> tuple[list[tuple], dict[int, str | bytes]]:
-    """The result rows (id, created_at, cwd, title, key, score) and the texts of their keys."""
-    if cancel is not None:
-        conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
-    try:
-        if not ranked:
-            return conn.execute(sql, params).fetchall(), {}
-        hits = _first_per_session(conn.execute(sql, params), limit)
-        titles = _lookup(conn, _TITLES, [pk for *_, pk, _, _ in hits])
-        texts = _lookup(conn, _TEXTS, [key for *_, key, _ in hits if key is not None])
-        return [(sid, created, cwd, titles[pk], key, score) for sid, created, cwd, pk, key, score in hits], texts
-    except sqlite3.OperationalError:
-        if cancel is not None and cancel.is_set():
-            raise SearchCancelled("candidate search was cancelled") from None
-        raise
-    finally:
-        if cancel is not None:
-            conn.set_progress_handler(None, 0)
-
-
 def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
     """The first row of each session (by id), until `limit` sessions."""
     rows, seen = [], set()
@@ -245,10 +218,10 @@ def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
     return rows
 
 
-def _lookup(conn: sqlite3.Connection, sql: str, keys: list[int]) -> dict[int, object]:
-    """`sql`'s (key, value) rows for `keys` (its `{keys}` the placeholders), read in batches of keys."""
-    found = {}
-    for start in range(0, len(keys), _LOOKUP_BATCH):
-        batch = keys[start : start + _LOOKUP_BATCH]
-        found.update(conn.execute(sql.format(keys=",".join("?" * len(batch))), batch))
-    return found
+def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
+    """The indexed text of each node (by key), read in batches of keys."""
+    texts = {}
+    for start in range(0, len(keys), _TEXT_BATCH):
+        batch = keys[start : start + _TEXT_BATCH]
+        texts.update(conn.execute(_TEXTS.format(keys=",".join("?" * len(batch))), batch))
+    return texts
