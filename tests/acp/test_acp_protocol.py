@@ -255,6 +255,31 @@ async def test_eof_mid_turn_settles_cancelled_disposes_the_agent_and_flushes_the
         assert turn_ends(events) == ["disposed"]
 
 
+async def test_a_session_close_stuck_past_the_shutdown_bound_is_cancelled_not_left_running(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr("dsh_host.acp.server.SHUTDOWN_TIMEOUT", 0.2)
+    outcome: list[str] = []
+
+    async def stuck_close() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+
+    with acp_host(tmp_path, ANSWER) as host:
+        async with wire(host) as connection:
+            session_id = await start(connection)
+            await connection.client.prompt(session_id=session_id, prompt=[text_block(text="hi")])
+            monkeypatch.setattr(agent_of(connection, session_id), "close", stuck_close)
+            await connection.eof()
+        _, events = host.store.read_events(session_id)
+    assert outcome == ["cancelled"]
+    assert "1 session(s) did not close within 0.2 s" in caplog.text
+    assert turn_ends(events) == ["completed"]
+
+
 async def test_the_acp_host_has_no_session_query_and_a_mention_stays_text(tmp_path):
     mention = "compare with dsh-session:0123456789ab please"
     with acp_host(tmp_path, ANSWER) as host:

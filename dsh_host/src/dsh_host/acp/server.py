@@ -165,7 +165,15 @@ class AcpServer:
         # Disposing of an agent ends its running turn `disposed`, which settles its prompt.
         closing = [asyncio.ensure_future(self._close_session(s)) for s in list(self._sessions.values())]
         if closing:
-            await asyncio.wait(closing, timeout=max(deadline - loop.time(), 0))
+            _, late = await asyncio.wait(closing, timeout=max(deadline - loop.time(), 0))
+            if late:
+                # A close stuck past the bound (a tool ignoring cancellation, a store that does not
+                # answer) is cancelled rather than left running into a closed loop; the host's own
+                # close still flushes whatever its session holds.
+                log.warning("acp: %d session(s) did not close within %.1f s", len(late), SHUTDOWN_TIMEOUT)
+                for task in late:
+                    task.cancel()
+                await asyncio.wait(late, timeout=SHUTDOWN_TIMEOUT)
         # Handlers still running (a session/new finishing its agent) finish before the close; a
         # handler's response is queued on its own task right after it returns, so the close,
         # which drains the queue, writes it.
