@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable
+from itertools import compress
+from operator import attrgetter
 
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.base import SessionStore, StoreError
 from dsh_host.titles import fallback_title_data, latest_title
+
+_type_of = attrgetter("type")
 
 
 def new_session_id() -> str:
@@ -107,10 +111,12 @@ class SessionRegistry:
         return held[1]
 
     def _title(self, session: Session) -> None:
-        if any(e.type == "session/title" for e in session.pending):
+        # A flush is mostly stream chunks: the scans run in C (map, compress), not per event in Python.
+        kinds = list(map(_type_of, session.pending))
+        if "session/title" in kinds:
             self._untitled.discard(session.id)
             return
-        data = fallback_title_data(session.pending)
+        data = fallback_title_data(compress(session.pending, map("user/message".__eq__, kinds)))
         if data is None:
             return
         self._untitled.discard(session.id)
