@@ -418,3 +418,24 @@ def test_header_line_always_writes_delegation_depth():
         "delegationDepth": 0,
     }
     assert isinstance(Event(type="x", seq=0, time=0, data={}), Event)
+
+
+@pytest.mark.parametrize("kind", ["assistant/chunk", 'odd,"data":{"type"', "custom/\ud800", "é/ü"])
+def test_a_log_only_event_carries_its_line_and_its_data_is_cut_from_it(kind):
+    session = new_session()
+    data = {"chunk": {"text": ',"data":{} "quoted" \\ back', "n": [1, 2.5, None]}, "k": True}
+    event = session.append(kind, data)
+    expected = json.dumps(
+        {"type": kind, "seq": 0, "time": event.time, "data": data}, ensure_ascii=False, separators=(",", ":")
+    )
+    assert event.line == event.to_line() == expected
+    assert event.data_json == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    assert event.data == data
+    assert event_from_json(json.loads(event.to_line())) == event
+
+
+def test_each_line_spells_its_own_time():
+    times = iter([5, 5, 1_700_000_000_000, 6, 6])
+    session = Session(SessionHeader(id="s", created_at=0), clock=lambda: next(times))
+    events = [session.append("custom/x", {"i": i}) for i in range(5)]
+    assert [json.loads(e.to_line())["time"] for e in events] == [5, 5, 1_700_000_000_000, 6, 6]

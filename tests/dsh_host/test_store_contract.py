@@ -487,3 +487,28 @@ def test_event_types_keep_any_string(store, log_builder):
     store.import_log(SessionHeader(id="imported", created_at=0), events)
     for session_id in ("typed", "imported"):
         assert [e.type for e in store.read_events(session_id)[1]] == kinds
+
+
+@pytest.mark.parametrize("size", [1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 337, 600])
+def test_batches_of_any_size_round_trip(store, size):
+    """A live session's batch of any size, awkward types and text among plain chunks, a title on the first."""
+    header = SessionHeader(id=f"batch-{size}", created_at=0, cwd="/w")
+    session = Session(header)
+    session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": USER}})
+    session.append("user/message", {"content": [{"type": "text", "text": "go"}], "source": USER}, surface_op="append")
+    session.append("session/title", {"title": f"title {size}", "messageSeqs": [1], "source": {"kind": "fallback"}})
+    awkward = {7: ("custom/\ud800", {"t": "x"}), 9: ("assistant/chunk", {"t": "lone \udfff"}), 11: ("😀/x", {"t": "é"})}
+    for i in range(size):
+        kind, data = awkward.get(i, ("assistant/chunk", {"turn": 1, "chunk": {"type": "text-delta", "text": f" w{i}"}}))
+        session.append(kind, data)
+    first = list(session.events)
+    store.append(header, first)
+    for i in range(size):  # a later batch of the same size continues the session
+        session.append("assistant/chunk", {"turn": 1, "chunk": {"type": "text-delta", "text": f" v{i}"}})
+    store.append(header, session.events[len(first) :])
+
+    _, lines = store.read_lines(header.id)
+    assert list(map(json.loads, lines)) == [log_form(e) for e in session.events]  # lone surrogates stored escaped
+    assert store.read_events(header.id)[1] == list(session.events)
+    assert store.read_title(header.id).title == f"title {size}"
+    assert store.list_sessions()[0].title == f"title {size}"

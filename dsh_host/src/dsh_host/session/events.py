@@ -55,12 +55,15 @@ class Event:
     into frozen containers the first time `data` is read: most events of a log (stream
     chunks) are written far more often than anyone reads their data.
 
+    A log-only event appended by a live session is built with its whole log line (`line`),
+    which the store writes as it is; its `data_json` is then cut from the line when asked for.
+
     The fields are read-only properties over private slots rather than slots behind a
     refusing `__setattr__`: building an event is then plain slot stores, four times cheaper
     than `object.__setattr__` for each field, and appending is bound by it.
     """
 
-    __slots__ = ("_data", "_data_json", "_seq", "_source_event_seqs", "_surface_op", "_time", "_type")
+    __slots__ = ("_data", "_data_json", "_line", "_seq", "_source_event_seqs", "_surface_op", "_time", "_type")
 
     def __init__(
         self,
@@ -71,9 +74,10 @@ class Event:
         surface_op: Any = None,
         source_event_seqs: Any = None,
         data_json: str = "",
+        line: str = "",
     ) -> None:
-        if data is UNPARSED and not data_json:
-            raise TypeError("Event needs data or data_json")
+        if data is UNPARSED and not data_json and not line:
+            raise TypeError("Event needs data, data_json or line")
         self._type = type
         self._seq = seq
         self._time = time
@@ -81,20 +85,31 @@ class Event:
         self._surface_op = surface_op
         self._source_event_seqs = source_event_seqs
         self._data_json = data_json
+        self._line = line
 
     type = _read_only("type", "The event type, such as `assistant/chunk`.")
     seq = _read_only("seq", "The event's position in its log, from 0.")
     time = _read_only("time", "When the event was appended, in milliseconds since the epoch.")
     surface_op = _read_only("surface_op", 'None, "append", or the frozen replace mapping.')
     source_event_seqs = _read_only("source_event_seqs", "None or the frozen list of source seqs.")
-    data_json = _read_only("data_json", "The data as compact JSON text (empty when built from data).")
+    line = _read_only("line", "The log line the event was built with (a live session's log-only events), else empty.")
+
+    @property
+    def data_json(self) -> str:
+        """The data as compact JSON text (empty when built from data)."""
+        if not self._data_json and self._line:
+            # A log-only line ends with `,"data":<data>}`; a `,"` never occurs inside a JSON
+            # string (its quote would be escaped), so the first one after the seq is this one.
+            line = self._line
+            self._data_json = line[line.index(',"data":') + 8 : -1]
+        return self._data_json
 
     @property
     def data(self) -> Any:
         """The event's data as frozen JSON containers."""
         data = self._data
         if data is UNPARSED:
-            data = self._data = frozen_loads_compact(self._data_json)
+            data = self._data = frozen_loads_compact(self.data_json)
         return data
 
     def _key(self) -> tuple[Any, ...]:
@@ -125,10 +140,12 @@ class Event:
 
     def to_line(self) -> str:
         """Compact JSON, one line, as the JSONL interchange format writes it."""
+        if self._line:
+            return self._line
         if not self._data_json:
             return _compact(self.to_json())
         # The same bytes as encoding to_json(), reusing the data's text (the bulk of the line).
-        kind = _TYPE_JSON.get(self._type) or _type_json(self._type)
+        kind = TYPE_JSON.get(self._type) or type_json(self._type)
         if self._source_event_seqs is None and self._surface_op is None:
             return f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}}}'
         head = f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
@@ -139,16 +156,27 @@ class Event:
         return head + "}"
 
 
-_TYPE_JSON: dict[str, str] = {}
+# Getters straight from the slots, for loops over a whole batch in C (`map`): reading through
+# the public properties costs about twice as much per event.
+type_of = attrgetter("_type")
+seq_of = attrgetter("_seq")
+line_of = attrgetter("_line")
 
 
-def _type_json(kind: str) -> str:
-    """An event type as a JSON string, remembered: types are a small vocabulary, one per line."""
-    text = _TYPE_JSON.get(kind)
+TYPE_JSON: dict[str, str] = {}
+"""Event types already spelled as JSON strings, by `type_json`."""
+
+
+def type_json(kind: str) -> str:
+    """An event type as a JSON string, remembered: types are a small vocabulary, one per line.
+
+    Hot paths look in `TYPE_JSON` first and call this only on a miss.
+    """
+    text = TYPE_JSON.get(kind)
     if text is None:
         text = json.dumps(kind, ensure_ascii=False)
-        if len(_TYPE_JSON) < 1024:  # an imported log may hold any number of types
-            _TYPE_JSON[kind] = text
+        if len(TYPE_JSON) < 1024:  # an imported log may hold any number of types
+            TYPE_JSON[kind] = text
     return text
 
 

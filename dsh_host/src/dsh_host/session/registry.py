@@ -12,15 +12,12 @@ import asyncio
 import secrets
 from collections.abc import Callable
 from itertools import compress
-from operator import attrgetter
 
-from dsh_host.session.events import SessionHeader
+from dsh_host.session.events import SessionHeader, type_of
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.base import SessionStore, StoreError
 from dsh_host.titles import fallback_title_data, latest_title
-
-_type_of = attrgetter("type")
 
 
 def new_session_id() -> str:
@@ -112,7 +109,7 @@ class SessionRegistry:
 
     def _title(self, session: Session) -> None:
         # A flush is mostly stream chunks: the scans run in C (map, compress), not per event in Python.
-        kinds = list(map(_type_of, session.pending))
+        kinds = list(map(type_of, session.pending))
         if "session/title" in kinds:
             self._untitled.discard(session.id)
             return

@@ -7,7 +7,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from dsh_host.session.events import SURFACE_TYPES, UNPARSED, Event, SessionHeader, event_from_json
+from dsh_host.session.events import (
+    SURFACE_TYPES,
+    TYPE_JSON,
+    UNPARSED,
+    Event,
+    SessionHeader,
+    event_from_json,
+    type_json,
+)
 from dsh_host.session.frozen import FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.messages import derive_event_message
@@ -56,6 +64,7 @@ class Session:
         self._header_snapshot: Mapping[str, Any] | None = None
         self._header_upto = 0
         self.pending: list[Event] = []
+        self._time_text: tuple[int, str] = (-1, "")
         for index, event in enumerate(seed):
             try:
                 self._commit(event, index)
@@ -112,7 +121,16 @@ class Session:
             raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
         if surface_op is None and sources is None and type not in _CHECKED_TYPES:
             # A plain log-only event (most of a log): no rule below applies and nothing folds.
-            event = Event(type, len(self._log), self._clock(), UNPARSED, None, None, data_text)
+            # Its log line is built now, once: the store writes it as it is.
+            seq, time = len(self._log), self._clock()
+            if time != self._time_text[0]:  # a turn's events share a few milliseconds: spell each once
+                self._time_text = (time, str(time))
+            try:
+                kind = TYPE_JSON[type]
+            except KeyError:
+                kind = type_json(type)
+            line = f'{{"type":{kind},"seq":{seq},"time":{self._time_text[1]},"data":{data_text}}}'
+            event = Event(type, seq, time, UNPARSED, None, None, "", line)
             self._log.append(event)
             self._events_cache = None
             self.pending.append(event)

@@ -26,17 +26,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain, compress
-from operator import attrgetter
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
-from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader, SurfaceText, event_from_json, surface_text
+from dsh_host.session.events import (
+    SURFACE_TYPES,
+    Event,
+    SessionHeader,
+    SurfaceText,
+    event_from_json,
+    line_of,
+    seq_of,
+    surface_text,
+    type_of,
+)
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import sqlite_search
 from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
@@ -105,7 +115,6 @@ _INSERT_EVENT = "INSERT INTO events (key, type, line) VALUES (?, ?, ?)"
 _INSERT_EVENTS = [
     (rows, "INSERT INTO events (key, type, line) VALUES " + ", ".join(["(?, ?, ?)"] * rows)) for rows in (256, 64, 16)
 ]
-_type_of, _seq_of = attrgetter("type"), attrgetter("seq")
 
 _Title = tuple[Any, int, int]
 """A title as the sessions row keeps it: stored text, seq and time of its `session/title` event."""
@@ -122,7 +131,7 @@ class _Batch:
 
     def __init__(self, header: SessionHeader, events: Sequence[Event]) -> None:
         first = events[0].seq
-        seqs = list(map(_seq_of, events))
+        seqs = list(map(seq_of, events))
         if seqs != list(range(first, first + len(seqs))):
             at = next(i for i, seq in enumerate(seqs) if seq != first + i)
             raise StoreError(
@@ -131,7 +140,7 @@ class _Batch:
             )
         self.events = events
         self.first, self.last = first, seqs[-1]
-        self.kinds = list(map(_type_of, events))
+        self.kinds = list(map(type_of, events))
         self.marked = list(compress(events, map(_MARKED_TYPES.__contains__, self.kinds)))
         self.title: _Title | None = None
         for event in self.marked:
@@ -140,25 +149,33 @@ class _Batch:
                 if isinstance(title, str):
                     self.title = (_text(title), event.seq, event.time)
 
-    def rows(self, base: int) -> list[tuple[int, str | bytes, str]]:
-        """The `events` rows, keys from `base` (the session's key prefix)."""
+    def row_values(self, base: int) -> list[Any]:
+        """The `events` rows' values, one row after another (key, type, line), keys from `base`."""
         kinds: list[Any] = self.kinds
         if not all(map(str.isascii, kinds)):
             kinds = list(map(_text, kinds))  # a lone surrogate makes a type bytes
-        lines = list(map(Event.to_line, self.events))
+        lines = list(map(line_of, self.events))
+        for at in compress(range(len(lines)), map(operator.not_, lines)):
+            lines[at] = self.events[at].to_line()  # an event built without its line
         if not all(map(str.isascii, lines)):
             lines = list(map(json_text, lines))
-        return list(zip(range(base | self.first, base | (self.last + 1)), kinds, lines, strict=True))
+        values: list[Any] = [None] * (3 * len(lines))
+        values[0::3] = range(base | self.first, base | (self.last + 1))
+        values[1::3] = kinds
+        values[2::3] = lines
+        return values
 
 
-def _insert_events(conn: sqlite3.Connection, rows: list[tuple[int, str | bytes, str]]) -> None:
-    at = 0
+def _insert_events(conn: sqlite3.Connection, values: list[Any]) -> None:
+    """Insert event rows given as one flat list of their values (see `_Batch.row_values`)."""
+    at, end = 0, len(values)
     for size, statement in _INSERT_EVENTS:
-        while len(rows) - at >= size:
-            conn.execute(statement, list(chain.from_iterable(rows[at : at + size])))
-            at += size
-    if at < len(rows):
-        conn.executemany(_INSERT_EVENT, rows[at:])
+        while end - at >= 3 * size:
+            conn.execute(statement, values[at : at + 3 * size])
+            at += 3 * size
+    if at < end:
+        rest = values[at:]
+        conn.executemany(_INSERT_EVENT, zip(rest[0::3], rest[1::3], rest[2::3], strict=True))
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tuple[Any, ...]:
@@ -358,7 +375,7 @@ class SqliteSessionStore:
 
         `titled`: the session row already holds the batch's title (it was created with it).
         """
-        _insert_events(conn, batch.rows(pk << _SEQ_BITS))
+        _insert_events(conn, batch.row_values(pk << _SEQ_BITS))
         next_ord = self._write_surface(
             conn, pk, [event for event in batch.marked if event.surface_op is not None], next_ord
         )
