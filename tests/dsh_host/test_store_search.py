@@ -16,7 +16,7 @@ from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_host.store.base import SearchCancelled
-from dsh_host.store.search import CHECKPOINT_SOURCE_KIND, CHECKPOINT_SOURCE_PLUGIN
+from dsh_host.store.search import CHECKPOINT_SOURCE_KIND, CHECKPOINT_SOURCE_PLUGIN, SNIPPET_CHARS, snippet_cutter
 from dsh_session_reference.candidates import rank_candidates
 
 # Its logs are built by hand (turnless fixtures), not written by dsh.
@@ -169,6 +169,17 @@ def test_snippets_are_short_and_around_the_match(store):
     write(store, "s", answers=(long,))
     (row,) = search(store, "needle")
     assert "needle" in row.snippet and len(row.snippet) < 120
+
+
+@given(text=st.text(alphabet=st.sampled_from("ab \t\n\u00a0\u2028é"), max_size=120))
+def test_a_snippet_never_starts_or_ends_with_whitespace_and_collapses_runs(text):
+    snippet = snippet_cutter(["needle"])(text)
+    flat = " ".join(text.split())
+    assert snippet == snippet.strip() and "  " not in snippet
+    if len(text) <= SNIPPET_CHARS:
+        assert snippet == flat  # a short text is shown whole
+    else:
+        assert flat.startswith(snippet.rstrip("…"))  # no match: its start
 
 
 SYNTAX = ['"', '""', "'", "*", "a*", "NEAR", "NEAR(a b)", "a OR b", "a AND", "NOT", "(", ")", "((a", "a)", "^a",

@@ -59,6 +59,8 @@ def cut_snippet(text: str, pattern: re.Pattern[str] | None, width: int = SNIPPET
     """About `width` characters of `text` around the first match of `pattern`, whitespace
     collapsed, `…` where it was cut; its start when nothing matches as written (a match the
     full-text engine made by folding diacritics, say)."""
+    if len(text) <= width:  # all of it fits (most messages): no window to find, whitespace collapsed
+        return " ".join(text.split())
     found = pattern.search(text) if pattern is not None else None
     at = 0 if found is None else found.start()
     # Only a window around the match is flattened: a long message costs no more than a short one.
@@ -66,7 +68,7 @@ def cut_snippet(text: str, pattern: re.Pattern[str] | None, width: int = SNIPPET
     window = text[lo : at + 2 * width]
     head = _SPACES.sub(" ", window[: at - lo]).lstrip()
     tail = _SPACES.sub(" ", window[at - lo :]).rstrip()
-    flat, offset = head + tail, len(head)
+    flat, offset = (head + tail, len(head)) if head else (tail.lstrip(), 0)
     # A third of the width before the match, but never less text than the width allows.
     start = max(0, min(offset - width // 3, len(flat) - width))
     if start:
