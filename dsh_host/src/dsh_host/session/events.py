@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from dsh_host.errors import DshError
 from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
-from dsh_host.session.lossless import NotLosslessJson, canonical_text
+from dsh_host.session.lossless import FAST_DUMPS, FAST_LOADS, NotLosslessJson, canonical_text, standard_text
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"})
@@ -154,6 +154,38 @@ class Event:
         if self._surface_op is not None:
             head += ',"surfaceOp":' + _compact(self._surface_op)
         return head + "}"
+
+
+_new_event = object.__new__
+
+
+def log_only_event(type: str, seq: int, time: int, time_text: str, data: Any) -> Event:
+    """A log-only event (no surface fields) built with its log line; raises NotLosslessJson.
+
+    Appending is bound by this (most of a log is stream chunks), and in CPython a call costs
+    about as much as the work, so one frame does what `canonical_text`, `Event(...)` and
+    `to_line` would do in three. `data` is checked exactly as `canonical_text` checks it (the
+    same test, inline, with its standard path as the fallback); `time_text` is `str(time)`,
+    which the caller keeps while the milliseconds stay the same.
+    """
+    try:
+        out = FAST_DUMPS(data)
+    except TypeError:
+        data_json = standard_text(data)
+    else:
+        data_json = out.decode()
+        if "e-" in data_json or "0.0" in data_json or FAST_LOADS(out) != data:
+            data_json = standard_text(data)
+    try:
+        kind = TYPE_JSON[type]
+    except KeyError:
+        kind = type_json(type)
+    event = _new_event(Event)
+    event._type, event._seq, event._time, event._data = type, seq, time, UNPARSED
+    event._surface_op = event._source_event_seqs = None
+    event._data_json = ""
+    event._line = f'{{"type":{kind},"seq":{seq},"time":{time_text},"data":{data_json}}}'
+    return event
 
 
 # Getters straight from the slots, for loops over a whole batch in C (`map`): reading through

@@ -44,7 +44,8 @@ _standard_encode = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 ).encode  # without a circular-reference table a cycle ends in RecursionError, reported as a cycle
 _decode = json.JSONDecoder().raw_decode
-_fast_dumps, _fast_loads = orjson.dumps, orjson.loads
+FAST_DUMPS, FAST_LOADS = orjson.dumps, orjson.loads
+"""The fast codecs; see `canonical_text` for when their text is taken as it is."""
 
 
 class NotLosslessJson(DshError, TypeError):
@@ -54,16 +55,17 @@ class NotLosslessJson(DshError, TypeError):
 def canonical_text(value: Any) -> str:
     """Validate `value` and return its compact JSON text."""
     try:
-        out = _fast_dumps(value)
+        out = FAST_DUMPS(value)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return _standard_text(value)
+        return standard_text(value)
     text = out.decode()
-    if "e-" in text or "0.0" in text or _fast_loads(out) != value:
-        return _standard_text(value)  # a float orjson may spell unlike `repr`, or not lossless
+    if "e-" in text or "0.0" in text or FAST_LOADS(out) != value:
+        return standard_text(value)  # a float orjson may spell unlike `repr`, or not lossless
     return text
 
 
-def _standard_text(value: Any) -> str:
+def standard_text(value: Any) -> str:
+    """`canonical_text` by the standard library's codecs alone: exact, slower, and it names what is wrong."""
     try:
         text = _standard_encode(value)
     except (TypeError, ValueError, RecursionError) as exc:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from time import time_ns
 from typing import Any
 
 from dsh_host.session.events import (
     SURFACE_TYPES,
-    TYPE_JSON,
-    UNPARSED,
     Event,
     SessionHeader,
     event_from_json,
-    type_json,
+    log_only_event,
 )
 from dsh_host.session.frozen import FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
@@ -32,7 +30,8 @@ Listener = Callable[["Session", Event], None]
 
 
 def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+    """The current time in milliseconds since the epoch, as events and headers record it."""
+    return time_ns() // 1_000_000
 
 
 class Session:
@@ -42,6 +41,8 @@ class Session:
     anything changes, so a rejected append leaves the log and the surface as they were.
     Listeners run synchronously after each append; their failures are logged and contained.
     Events not yet handed to persistence wait in `pending` until the registry flushes them.
+    `clock` gives event times in milliseconds (tests pin it); without one, `append` reads the
+    system clock itself, as `now_ms` does, rather than paying a call per event.
     """
 
     def __init__(
@@ -49,7 +50,7 @@ class Session:
         header: SessionHeader,
         seed: Iterable[Event] = (),
         *,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.header = header
         self._clock = clock
@@ -115,35 +116,33 @@ class Session:
         """Append one event and return it, frozen. Raises and changes nothing when invalid."""
         if self._publishing:
             raise RuntimeError("session append cannot reenter while another append is being published")
-        try:
-            data_text = canonical_text(data)
-        except NotLosslessJson as exc:
-            raise NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})') from None
         if surface_op is None and sources is None and type not in _CHECKED_TYPES:
             # A plain log-only event (most of a log): no rule below applies and nothing folds.
-            # Its log line is built now, once: the store writes it as it is.
-            seq, time = len(self._log), self._clock()
+            seq = len(self._log)
+            time = time_ns() // 1_000_000 if self._clock is None else self._clock()
             if time != self._time_text[0]:  # a turn's events share a few milliseconds: spell each once
                 self._time_text = (time, str(time))
             try:
-                kind = TYPE_JSON[type]
-            except KeyError:
-                kind = type_json(type)
-            line = f'{{"type":{kind},"seq":{seq},"time":{self._time_text[1]},"data":{data_text}}}'
-            event = Event(type, seq, time, UNPARSED, None, None, "", line)
+                event = log_only_event(type, seq, time, self._time_text[1], data)
+            except NotLosslessJson as exc:
+                raise _not_lossless(type, exc) from None
             self._log.append(event)
             self._events_cache = None
             self.pending.append(event)
             if self._listeners:
                 self._publish(event)
             return event
+        try:
+            data_text = canonical_text(data)
+        except NotLosslessJson as exc:
+            raise _not_lossless(type, exc) from None
         op = surface_op if surface_op is None or surface_op == "append" else frozen_loads(canonical_text(surface_op))
         if type in _LEGACY_TYPES:
             raise ValueError(f"legacy event type {type!r} is not supported")
         event = Event(
             type,
             len(self._log),
-            self._clock(),
+            time_ns() // 1_000_000 if self._clock is None else self._clock(),
             surface_op=op,
             source_event_seqs=None if sources is None else FrozenList(sources),
             data_json=data_text,
@@ -235,6 +234,10 @@ class Session:
 
     def mark_flushed(self, count: int) -> None:
         del self.pending[:count]
+
+
+def _not_lossless(type: str, exc: NotLosslessJson) -> NotLosslessJson:
+    return NotLosslessJson(f'session event "{type}" carries non-JSON-serializable data ({exc})')
 
 
 def _turn_of(event: Event) -> int | None:
