@@ -55,8 +55,9 @@ class Event:
     into frozen containers the first time `data` is read: most events of a log (stream
     chunks) are written far more often than anyone reads their data.
 
-    A log-only event appended by a live session is built with its whole log line (`line`),
-    which the store writes as it is; its `data_json` is then cut from the line when asked for.
+    A log-only event appended by a live session is built with its whole log line (`line`, by
+    `log_only_event`), which the store writes as it is; its `data_json` is then cut from the
+    line when asked for.
 
     The fields are read-only properties over private slots rather than slots behind a
     refusing `__setattr__`: building an event is then plain slot stores, four times cheaper
@@ -74,10 +75,9 @@ class Event:
         surface_op: Any = None,
         source_event_seqs: Any = None,
         data_json: str = "",
-        line: str = "",
     ) -> None:
-        if data is UNPARSED and not data_json and not line:
-            raise TypeError("Event needs data, data_json or line")
+        if data is UNPARSED and not data_json:
+            raise TypeError("Event needs data or data_json")
         self._type = type
         self._seq = seq
         self._time = time
@@ -85,7 +85,7 @@ class Event:
         self._surface_op = surface_op
         self._source_event_seqs = source_event_seqs
         self._data_json = data_json
-        self._line = line
+        self._line = ""
 
     type = _read_only("type", "The event type, such as `assistant/chunk`.")
     seq = _read_only("seq", "The event's position in its log, from 0.")
@@ -145,7 +145,7 @@ class Event:
         if not self._data_json:
             return _compact(self.to_json())
         # The same bytes as encoding to_json(), reusing the data's text (the bulk of the line).
-        kind = TYPE_JSON.get(self._type) or type_json(self._type)
+        kind = _type_json(self._type)
         if self._source_event_seqs is None and self._surface_op is None:
             return f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}}}'
         head = f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
@@ -177,9 +177,9 @@ def log_only_event(type: str, seq: int, time: int, time_text: str, data: Any) ->
         if "e-" in data_json or "0.0" in data_json or FAST_LOADS(out) != data:
             data_json = standard_text(data)
     try:
-        kind = TYPE_JSON[type]
+        kind = _TYPE_JSON[type]
     except KeyError:
-        kind = type_json(type)
+        kind = _type_json(type)
     event = _new_event(Event)
     event._type, event._seq, event._time, event._data = type, seq, time, UNPARSED
     event._surface_op = event._source_event_seqs = None
@@ -195,20 +195,17 @@ seq_of = attrgetter("_seq")
 line_of = attrgetter("_line")
 
 
-TYPE_JSON: dict[str, str] = {}
+_TYPE_JSON: dict[str, str] = {}
 """Event types already spelled as JSON strings, by `type_json`."""
 
 
-def type_json(kind: str) -> str:
-    """An event type as a JSON string, remembered: types are a small vocabulary, one per line.
-
-    Hot paths look in `TYPE_JSON` first and call this only on a miss.
-    """
-    text = TYPE_JSON.get(kind)
+def _type_json(kind: str) -> str:
+    """An event type as a JSON string, remembered: types are a small vocabulary, one per line."""
+    text = _TYPE_JSON.get(kind)
     if text is None:
         text = json.dumps(kind, ensure_ascii=False)
-        if len(TYPE_JSON) < 1024:  # an imported log may hold any number of types
-            TYPE_JSON[kind] = text
+        if len(_TYPE_JSON) < 1024:  # an imported log may hold any number of types
+            _TYPE_JSON[kind] = text
     return text
 
 

@@ -119,7 +119,7 @@ class Session:
         if surface_op is None and sources is None and type not in _CHECKED_TYPES:
             # A plain log-only event (most of a log): no rule below applies and nothing folds.
             seq = len(self._log)
-            time = time_ns() // 1_000_000 if self._clock is None else self._clock()
+            time = time_ns() // 1_000_000 if self._clock is None else self._clock()  # `_now()`, inline
             if time != self._time_text[0]:  # a turn's events share a few milliseconds: spell each once
                 self._time_text = (time, str(time))
             try:
@@ -142,7 +142,7 @@ class Session:
         event = Event(
             type,
             len(self._log),
-            time_ns() // 1_000_000 if self._clock is None else self._clock(),
+            self._now(),
             surface_op=op,
             source_event_seqs=None if sources is None else FrozenList(sources),
             data_json=data_text,
@@ -153,6 +153,9 @@ class Session:
         self.pending.append(event)
         self._publish(event)
         return event
+
+    def _now(self) -> int:
+        return time_ns() // 1_000_000 if self._clock is None else self._clock()
 
     def append_raw(self, raw: Mapping[str, Any]) -> Event:
         """Append an event given in log form (used by crash repair and import)."""
