@@ -1,0 +1,51 @@
+"""Connections to the SQLite file and the transactions run on them."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from dsh_host.store.codec import from_sqlite, to_sqlite
+
+BUSY_TIMEOUT_MS = 10_000
+MMAP_BYTES = 1 << 34  # SQLite caps it at its compile-time maximum (2 GiB unless built otherwise)
+FOLD_FUNCTION = "dsh_fold"
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to the store's file, set up as every one of the store's is."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # Reads map the file instead of copying pages through read() calls, and threads reading
+    # different sessions then contend on nothing but the OS page cache. All of it, as far as
+    # SQLite allows: pages past the map go through read() into a 2 MB page cache, and a
+    # search's lookups over a 100,000-session store (370 MB) reach them.
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+    register_fold(conn)
+    return conn
+
+
+def register_fold(conn: sqlite3.Connection) -> None:
+    """Register `dsh_fold` (Python's `str.lower` on stored text) on a connection; the search triggers use it."""
+
+    def fold(value: str | bytes | None) -> str | bytes | None:
+        return None if value is None else to_sqlite(from_sqlite(value).lower())
+
+    conn.create_function(FOLD_FUNCTION, 1, fold, deterministic=True)
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    """One transaction (`begin` starts it): committed when the block ends, rolled back when it raises."""
+    conn.execute(begin)
+    try:
+        yield conn
+    except BaseException:
+        # The transaction has nothing to keep; an error ending it must not hide this one.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
