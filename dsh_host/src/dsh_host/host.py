@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
+from dsh_host.live_sessions import SessionRegistry
 from dsh_host.models.registry import ModelRegistry
 from dsh_host.query import SessionQuery
 from dsh_host.services import Services
-from dsh_host.session.registry import SessionRegistry
 from dsh_host.store.base import SessionStore
 from dsh_host.store.registry import open_store
 

@@ -21,7 +21,7 @@ from dsh_host.store.search import name_matches, name_needle, rank_key
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
-    from dsh_host.session.registry import SessionRegistry
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
 
