@@ -13,7 +13,7 @@ import pluggy
 
 from .service import RetentionService
 
-# Made here rather than imported from dsh_host: the host depends on this package, not the reverse.
+# Made here rather than imported from dsh_host: dsh-retention declares no dependency on dsh-host.
 hookimpl = pluggy.HookimplMarker("dsh")
 
 
@@ -30,8 +30,8 @@ class _Host(Protocol):
 def dsh_mount(host: _Host, config: Mapping[str, object]) -> None:
     """Register the `retention` service; the plugin takes no settings, so any key is a `ConfigError`."""
     if config:
-        # Imported here, not at the top: the dependency runs from the host to this package, and
-        # only a running host calls this hook, so dsh_host is already imported when it does.
+        # Imported here, not at the top: only a running host calls this hook, so dsh_host is
+        # imported by then, though dsh-retention does not declare it.
         from dsh_host import ConfigError
 
         key = next(iter(config))
