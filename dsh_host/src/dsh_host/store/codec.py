@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import overload
 
 from dsh_host.session.events import SurfaceText
 
@@ -60,6 +61,10 @@ def folded(value: str | None) -> bytes | None:
 # -- SQLite: text, or its bytes in the same column -------------------------------------------
 
 
+@overload
+def to_sqlite(value: str) -> str | bytes: ...
+@overload
+def to_sqlite(value: None) -> None: ...
 def to_sqlite(value: str | None) -> str | bytes | None:
     """Free text for an SQLite column: itself, or its bytes when it holds a surrogate."""
     if value is None or value.isascii() or not _SURROGATE.search(value):
@@ -67,6 +72,10 @@ def to_sqlite(value: str | None) -> str | bytes | None:
     return encode(value)
 
 
+@overload
+def from_sqlite(value: str | bytes) -> str: ...
+@overload
+def from_sqlite(value: None) -> None: ...
 def from_sqlite(value: str | bytes | None) -> str | None:
     """The string `to_sqlite` stored."""
     return decode(value) if isinstance(value, bytes) else value
@@ -99,4 +108,9 @@ def pack_fields(fields: Sequence[str | None]) -> bytes:
 
 def unpack_surface_text(raw: bytes) -> SurfaceText:
     """The `SurfaceText` whose fields `pack_fields` packed."""
-    return SurfaceText(*[None if field == _NONE else decode(field) for field in bytes(raw).split(_FIELD_SEP)])
+    kind, source_kind, source_plugin, text = bytes(raw).split(_FIELD_SEP)
+    return SurfaceText(decode(kind), _optional(source_kind), _optional(source_plugin), decode(text))
+
+
+def _optional(field: bytes) -> str | None:
+    return None if field == _NONE else decode(field)

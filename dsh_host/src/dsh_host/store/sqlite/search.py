@@ -207,7 +207,7 @@ def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
 
 def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
     """The indexed text of each node (by key), read in batches of keys."""
-    texts = {}
+    texts: dict[int, str | bytes] = {}
     for start in range(0, len(keys), _TEXT_BATCH):
         batch = keys[start : start + _TEXT_BATCH]
         texts.update(conn.execute(_TEXTS.format(keys=",".join("?" * len(batch))), batch))

@@ -145,7 +145,7 @@ class SqliteSessionStore:
                 if not replace:
                     raise rows.already_exists(header.id)
                 _delete(conn, row[0])
-            pk = _insert_session(conn, header, batch and batch.title)
+            pk = _insert_session(conn, header, None if batch is None else batch.title)
             if batch is not None:
                 _write_events(conn, pk, batch, 0, titled=True)
 
@@ -250,7 +250,9 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, title: rows
             time,
         ),
     )
-    return cursor.lastrowid
+    pk = cursor.lastrowid
+    assert pk is not None  # an INSERT's
+    return pk
 
 
 def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord: int, *, titled: bool) -> None:
