@@ -1,8 +1,8 @@
 """What the architecture tests read: the imports of the sources, and docs/architecture.md.
 
-An import is any import statement of a module: at its top, inside a function, or under
-`if TYPE_CHECKING:`. `from a import b, c` names `a.b` and `a.c` (each may be a module or a
-name defined in `a`); relative imports are made absolute.
+An import is any import statement of a module, at its top or inside a function; those under
+`if TYPE_CHECKING:` are read only when asked for. `from a import b, c` names `a.b` and `a.c`
+(each may be a module or a name defined in `a`); relative imports are made absolute.
 """
 
 from __future__ import annotations
@@ -43,11 +43,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path) -> Iterator[Import]:
-    """Every name the imports of `path` (a source file below a `src/` folder) bring in, anywhere in it."""
+def imports(path: Path, *, type_checking: bool) -> Iterator[Import]:
+    """Every name the imports of `path` (a source file below a `src/` folder) bring in, anywhere in it.
+
+    `type_checking`: include the imports under `if TYPE_CHECKING:`, which only a type checker runs.
+    """
     this = module_name(path)
     package = this if path.name == "__init__.py" else this.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _nodes(ast.parse(path.read_text(encoding="utf-8"), str(path)), type_checking):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield Import(path, node.lineno, alias.name)
@@ -59,6 +62,24 @@ def imports(path: Path) -> Iterator[Import]:
                 module = node.module or ""
             for alias in node.names:
                 yield Import(path, node.lineno, f"{module}.{alias.name}" if alias.name != "*" else module)
+
+
+def _nodes(tree: ast.AST, type_checking: bool) -> Iterator[ast.AST]:
+    """Every node of `tree`, but the bodies of `if TYPE_CHECKING:` unless `type_checking`."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(reversed(node.orelse))
+            continue
+        pending.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def sources(package_dir: Path) -> list[Path]:

@@ -76,7 +76,7 @@ def imported_distributions(name: str) -> set[str]:
     return {
         found.name.split(".")[0]
         for path in sources(package_dir)
-        for found in imports(path)
+        for found in imports(path, type_checking=True)
         if found.name.split(".")[0] in DISTRIBUTIONS and found.name.split(".")[0] != name
     }
 
