@@ -1,9 +1,10 @@
 """The PostgreSQL store's writes, each inside the caller's transaction: batches, imports, deletes, sharing.
 
-A write locks its session's row first (`SELECT ... FOR UPDATE`), so two hosts appending to one
-session serialise there; the second finds the seq it expected taken and gets a conflict error
-with nothing written. Only the session's owner may change it: row-level security lets no other
-role lock or write its rows.
+A write to a stored session locks its row first (`SELECT ... FOR UPDATE`), so two hosts
+appending to one session serialise there; the second finds the seq it expected taken and gets a
+conflict error with nothing written. A new session's row is created by an insert that yields to
+any row of the same id (ids are unique across the database). Only the session's owner may change
+it: row-level security lets no other role lock or write its rows.
 """
 
 from __future__ import annotations
