@@ -36,8 +36,8 @@ def encode(text: str) -> bytes:
 def decode(raw: bytes) -> str:
     """The string `encode` made these bytes from.
 
-    A listing decodes every row's id inline (`raw.decode("utf-8", "surrogatepass")`): a call
-    per row would cost more than the decoding.
+    Listings and searches decode every row's id inline (`raw.decode("utf-8", "surrogatepass")`):
+    a call per row would cost more than the decoding.
     """
     return raw.decode("utf-8", "surrogatepass")
 

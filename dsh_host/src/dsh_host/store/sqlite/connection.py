@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+import threading
 from pathlib import Path
+from types import TracebackType
 
 from dsh_host.store.codec import from_sqlite, to_sqlite
 
@@ -37,15 +38,41 @@ def register_fold(conn: sqlite3.Connection) -> None:
     conn.create_function(FOLD_FUNCTION, 1, fold, deterministic=True)
 
 
-@contextlib.contextmanager
-def transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
-    """One transaction (`begin` starts it): committed when the block ends, rolled back when it raises."""
-    conn.execute(begin)
-    try:
-        yield conn
-    except BaseException:
-        # The transaction has nothing to keep; an error ending it must not hide this one.
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+class Transaction:
+    """One transaction on `conn` (`begin` starts it): committed when the block ends, rolled back
+    when it raises. With a `lock`, the block runs holding it (one writer of a store at a time).
+
+    A class rather than a generator: a read or a flush enters one, and this costs less.
+    """
+
+    __slots__ = ("_begin", "_conn", "_lock")
+
+    def __init__(self, conn: sqlite3.Connection, begin: str, lock: threading.Lock | None = None) -> None:
+        self._conn, self._begin, self._lock = conn, begin, lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        if self._lock is not None:
+            self._lock.acquire()
+        try:
+            self._conn.execute(self._begin)
+        except BaseException:
+            self._release()
+            raise
+        return self._conn
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None:
+                self._conn.execute("COMMIT")
+            else:
+                # The transaction has nothing to keep; an error ending it must not hide this one.
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()

@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 
 from dsh_host.store.base import CandidateRow, SearchCancelled
-from dsh_host.store.codec import decode, encode, from_sqlite, to_sqlite
+from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.search import body_words, name_needle, searchable_condition, snippet_cutter
-from dsh_host.store.sqlite.connection import FOLD_FUNCTION, transaction
+from dsh_host.store.sqlite.connection import FOLD_FUNCTION, Transaction
 
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
@@ -161,7 +161,7 @@ def search(
             sql = _RANKED_NAMES.format(names=names)
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
-    with transaction(conn, "BEGIN"):  # the texts are read from the same snapshot as the ranking
+    with Transaction(conn, "BEGIN"):  # the texts are read from the same snapshot as the ranking
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
@@ -181,7 +181,7 @@ def search(
     return [
         make(
             (
-                decode(sid),
+                sid.decode("utf-8", "surrogatepass"),  # the codec's `decode`, inline
                 created,
                 from_sqlite(cwd),
                 from_sqlite(title),

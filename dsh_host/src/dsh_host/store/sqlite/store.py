@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from dsh_host.store import rows
 from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.sqlite import schema, search
-from dsh_host.store.sqlite.connection import connect, transaction
+from dsh_host.store.sqlite.connection import Transaction, connect
 from dsh_host.store.sqlite.schema import Progress
 
 _SEQ_BITS = 32
@@ -85,16 +85,13 @@ class SqliteSessionStore:
                 self._connections.append(conn)
         return conn
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Transaction:
         """One write transaction on this thread's connection, one writer of this store at a time."""
-        conn = self._connection()
-        with self._write_lock, transaction(conn, "BEGIN IMMEDIATE"):
-            yield conn
+        return Transaction(self._connection(), "BEGIN IMMEDIATE", self._write_lock)
 
-    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+    def _read(self) -> Transaction:
         """One read transaction on this thread's connection: reads inside see one snapshot."""
-        return transaction(self._connection(), "BEGIN")
+        return Transaction(self._connection(), "BEGIN")
 
     def _prepare_schema(self) -> None:
         conn = self._connection()
