@@ -53,7 +53,7 @@ from dsh_host.models.registry import ResolvedModel
 from dsh_host.models.scripted import message_text, shorten_text, unanswered_messages
 from dsh_host.query import SessionQuery, SessionRecord, TitleSnapshot
 from dsh_host.services import Services
-from dsh_host.session.check import LogInvariant, Violation, check_log
+from dsh_host.session.check import LogInvariant, Note, Violation, check_log
 from dsh_host.session.events import (
     PROMPT_DELIMITER,
     Event,
@@ -121,6 +121,7 @@ __all__ = [
     "ModelFailure",
     "ModelRequest",
     "NotLosslessJson",
+    "Note",
     "PluginError",
     "PromptDecision",
     "ResolvedModel",

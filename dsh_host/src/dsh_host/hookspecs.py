@@ -143,10 +143,12 @@ def dsh_log_invariants():
     """Contribute the rules of this plugin's own event types to the log check.
 
     Called by `dsh sessions check` on every mounted plugin, each time it checks logs. Returns an
-    iterable of `dsh_host.LogInvariant`s: pure functions `invariant(header, events)` that yield a
-    `dsh_host.Violation(seq, rule, message)` for each broken rule, run after the host's own rules
-    (`dsh_host.check_log`). A plugin checks only the event types it owns; a log without them
-    passes. The results of all plugins are combined.
+    iterable of `dsh_host.LogInvariant`s: pure functions `invariant(header, events)` run after the
+    host's own rules (`dsh_host.check_log`). Each yields a `dsh_host.Violation(seq, rule, message)`
+    for each broken rule (the check fails), and may yield a `dsh_host.Note(seq, rule, message)` for
+    something worth knowing about a log that breaks no rule, such as a shape that reads fine but
+    cannot be resumed (listed; the check fails on it only under `--strict`). A plugin checks only
+    the event types it owns; a log without them passes. The results of all plugins are combined.
     """
 
 
