@@ -17,20 +17,12 @@ from dsh_host import Host
 from tests.log_check import violations_under
 
 # The reference implementation's own session logs are another project's test output, so they stay
-# outside this repository: beside it at ../shared/fixtures/reference-logs (as in CI), or wherever
-# DSH_REFERENCE_LOGS_DIR points (a git worktree elsewhere, say). A clone on its own has neither:
-# the tests that read them skip, unless DSH_REQUIRE_REFERENCE_LOGS asks for a failure (.ci/run).
+# outside this repository, in the directory DSH_REFERENCE_LOGS_DIR names. A clone on its own has
+# none: the tests that read them skip, unless DSH_REQUIRE_REFERENCE_LOGS asks for a failure (.ci/run).
 REFERENCE_LOGS_ENV = "DSH_REFERENCE_LOGS_DIR"
 REQUIRE_REFERENCE_LOGS = "DSH_REQUIRE_REFERENCE_LOGS"
-if os.environ.get(REFERENCE_LOGS_ENV):
-    REFERENCE_LOGS_DIR = Path(os.environ[REFERENCE_LOGS_ENV])
-    REFERENCE_LOGS_WHERE = f"from ${REFERENCE_LOGS_ENV}"
-else:
-    REFERENCE_LOGS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "reference-logs"
-    REFERENCE_LOGS_WHERE = (
-        f"../shared/fixtures/reference-logs beside the repository; ${REFERENCE_LOGS_ENV} names another"
-    )
-REFERENCE_LOG_PATHS = sorted(REFERENCE_LOGS_DIR.glob("*.jsonl"))
+REFERENCE_LOGS_DIR = Path(os.environ[REFERENCE_LOGS_ENV]) if os.environ.get(REFERENCE_LOGS_ENV) else None
+REFERENCE_LOG_PATHS = sorted(REFERENCE_LOGS_DIR.glob("*.jsonl")) if REFERENCE_LOGS_DIR is not None else []
 
 # Property tests check properties, not speed: on a loaded 2-core CI machine a per-example
 # deadline or a slow-generation health check would fail them for reasons unrelated to the code.
@@ -70,7 +62,11 @@ def reference_logs() -> list[Path]:
     it was looked for, or fails when `DSH_REQUIRE_REFERENCE_LOGS` is set (CI).
     """
     if not REFERENCE_LOG_PATHS:
-        missing = f"reference logs missing: no *.jsonl in {REFERENCE_LOGS_DIR} ({REFERENCE_LOGS_WHERE})"
+        missing = (
+            f"reference logs missing: set ${REFERENCE_LOGS_ENV} to the directory that holds them"
+            if REFERENCE_LOGS_DIR is None
+            else f"reference logs missing: no *.jsonl in {REFERENCE_LOGS_DIR} (from ${REFERENCE_LOGS_ENV})"
+        )
         if os.environ.get(REQUIRE_REFERENCE_LOGS, "") not in ("", "0"):
             pytest.fail(f"{missing}; {REQUIRE_REFERENCE_LOGS} is set, so they are required")
         pytest.skip(missing)

@@ -2,7 +2,7 @@
 looked for, and fail instead when `DSH_REQUIRE_REFERENCE_LOGS` is set (as `.ci/run` sets it).
 
 Each case runs one corpus module in a child pytest pointed at an empty folder, so the answer does
-not depend on whether this checkout has the corpus beside it.
+not depend on whether this machine has the corpus.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE = "tests/dsh_host/test_jsonl_reference_logs.py"
 
 
-def run_without_corpus(empty: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def run_without_corpus(empty: Path | None, **extra: str) -> subprocess.CompletedProcess[str]:
+    """The corpus module run with `DSH_REFERENCE_LOGS_DIR` naming `empty` (None: unset)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("DSH_", "PYTEST_"))}
-    env.update({"DSH_REFERENCE_LOGS_DIR": str(empty), **extra})
+    if empty is not None:
+        env["DSH_REFERENCE_LOGS_DIR"] = str(empty)
+    env.update(extra)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-rs", MODULE],
         cwd=ROOT,
@@ -38,6 +41,14 @@ def test_a_missing_corpus_skips_its_tests_saying_where_it_was_looked_for(tmp_pat
     assert "4 skipped" in done.stdout and "passed" not in done.stdout and "error" not in done.stdout
     reason = f"reference logs missing: no *.jsonl in {tmp_path} (from $DSH_REFERENCE_LOGS_DIR)"
     assert done.stdout.count(reason) == 3, done.stdout  # -rs folds the two store cases into one line
+
+
+def test_without_the_variable_the_skip_reason_says_to_set_it():
+    done = run_without_corpus(None)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 skipped" in done.stdout and "passed" not in done.stdout
+    reason = "reference logs missing: set $DSH_REFERENCE_LOGS_DIR to the directory that holds them"
+    assert done.stdout.count(reason) == 3, done.stdout
 
 
 def test_a_missing_corpus_fails_when_it_is_required(tmp_path):

@@ -1,4 +1,4 @@
-"""The agent hooks of spec section 5, each called through a throwaway plugin class."""
+"""The agent's lifecycle, step and turn hooks, each called through a throwaway plugin class."""
 
 from __future__ import annotations
 

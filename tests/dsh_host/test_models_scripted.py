@@ -80,7 +80,7 @@ async def reply_text(adapter: ScriptedAdapter, req: ModelRequest) -> str:
 # --- builders ------------------------------------------------------------------------------------
 
 
-def test_text_response_is_worked_example_a_seq_5_to_10():
+def test_text_response_streams_a_text_block_then_usage_and_a_stop():
     assert text_response("ok") == [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "text-delta", "index": 0, "text": "o"},

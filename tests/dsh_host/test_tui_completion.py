@@ -1,4 +1,4 @@
-"""The `@` completer (session-reference spec 9.2): files, sessions, commands, abandonment.
+"""The `@` completer: files, sessions, commands, abandonment.
 
 Sessions come from session-reference's own completion source, as its plugin registers it.
 """

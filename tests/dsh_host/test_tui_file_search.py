@@ -1,4 +1,4 @@
-"""The `@` token, file mention formatting and the workspace search (session-reference spec 10.4)."""
+"""The `@` token, file mention formatting and the workspace search."""
 
 from __future__ import annotations
 

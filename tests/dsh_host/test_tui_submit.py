@@ -1,4 +1,4 @@
-"""The submission flow of session-reference spec 9.3, driven without a terminal.
+"""The submission flow (compose, then send or abandon), driven without a terminal.
 
 The agent composes (`await agent.compose(text, signal=...)`); here a fake agent whose
 compositions the test settles by hand stands in for the `dsh_compose_message` hook.

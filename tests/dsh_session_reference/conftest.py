@@ -1,4 +1,4 @@
-"""Session-reference fixtures: the spec's fixture log (on dsh_host.testing's `LogBuilder`) and hosts."""
+"""Session-reference fixtures: a compacted conversation log (on dsh_host.testing's `LogBuilder`) and hosts."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ log-only, and every other event appended itself."""
 
 
 def conversation() -> list[dict[str, Any]]:
-    """The spec's ``appendConversation`` log, seqs 0-13 (§10.1), built with dsh_host.testing's `LogBuilder`."""
+    """A compacted conversation, seqs 0-13, built with dsh_host.testing's `LogBuilder`."""
     return [
         L.user(0, "old user"),
         L.assistant(1, "old assistant"),

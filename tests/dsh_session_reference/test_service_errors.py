@@ -1,4 +1,4 @@
-"""`prepare` failures in the spec's order (P4), cancellation, and service configuration (C1)."""
+"""`prepare` failures in the order they are checked, cancellation, and service configuration."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def errors_after_gc(errors: list[dict[str, Any]]) -> list[str]:
     return [str(context.get("message")) for context in errors]
 
 
-# --- P4 on a real host ---------------------------------------------------------------------------
+# --- failures on a real host ----------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ async def expect_error(awaitable: Awaitable[Any], code: str, message: str | None
     return info.value
 
 
-async def test_p4_no_references_returns_a_copy_and_no_context(host: Host) -> None:
+async def test_no_references_returns_a_copy_and_no_context(host: Host) -> None:
     content = [text("nothing to see"), {"type": "image", "data": "xyz", "nested": [1, {"a": None}]}]
     prepared = await host.services.session_references.prepare(host.sessions.get("target"), content, [])
     assert prepared.content == content
@@ -147,12 +147,12 @@ async def test_p4_no_references_returns_a_copy_and_no_context(host: Host) -> Non
     assert prepared.to_json() == {"content": content, "contexts": []}
 
 
-async def test_p4_no_references_skips_the_cancellation_check(host: Host) -> None:
+async def test_no_references_skips_the_cancellation_check(host: Host) -> None:
     prepared = await prepare(host, [], signal("host cancelled", set_=True))
     assert prepared.contexts == []
 
 
-async def test_p4_duplicates_keep_the_first_label(host: Host) -> None:
+async def test_duplicate_references_keep_the_first_label(host: Host) -> None:
     refs = [
         {"sessionId": "one", "label": "first"},
         {"sessionId": "one", "label": "ignored duplicate"},
@@ -168,7 +168,7 @@ async def test_p4_duplicates_keep_the_first_label(host: Host) -> None:
     assert '"label":"first"' in prompt and "ignored duplicate" not in prompt
 
 
-async def test_p4_self_reference(host: Host) -> None:
+async def test_a_self_reference_is_refused(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": "target"}]),
         ErrorCode.SELF_REFERENCE,
@@ -203,17 +203,17 @@ async def test_p4_self_reference(host: Host) -> None:
         ),
     ],
 )
-async def test_p4_invalid_references(host: Host, reference: Any, message: str) -> None:
+async def test_invalid_references_are_refused(host: Host, reference: Any, message: str) -> None:
     await expect_error(prepare(host, [reference]), ErrorCode.INVALID_REFERENCE, message)
 
 
-async def test_p4_later_duplicates_are_still_validated(host: Host) -> None:
+async def test_later_duplicates_are_still_validated(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": "one"}, {"sessionId": "one", "label": 5}]), ErrorCode.INVALID_REFERENCE
     )
 
 
-async def test_p4_per_entry_checks_run_in_order_and_beat_too_many(host: Host) -> None:
+async def test_per_entry_checks_run_in_order_and_beat_too_many(host: Host) -> None:
     await expect_error(prepare(host, [None, {"sessionId": "target"}]), ErrorCode.INVALID_REFERENCE)
     await expect_error(prepare(host, [{"sessionId": "target"}, None]), ErrorCode.SELF_REFERENCE)
     too_many_then_self = [{"sessionId": s} for s in ("one", "two", "three", "target")]
@@ -221,7 +221,7 @@ async def test_p4_per_entry_checks_run_in_order_and_beat_too_many(host: Host) ->
     await expect_error(prepare(host, [*too_many_then_self[:3], 5]), ErrorCode.INVALID_REFERENCE)
 
 
-async def test_p4_too_many_before_any_read() -> None:
+async def test_too_many_references_fail_before_any_read() -> None:
     query = ScriptedQuery()
     service = SessionReferenceService(query, max_references=2)
     refs = [{"sessionId": s} for s in ("one", "two", "three")]
@@ -235,7 +235,7 @@ async def test_p4_too_many_before_any_read() -> None:
     await service.prepare(TARGET, [text("q")], [*refs[:2], {"sessionId": "one"}])
 
 
-async def test_p4_too_many_on_the_host(host: Host) -> None:
+async def test_too_many_references_fail_on_the_host(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": s} for s in ("one", "two", "three")]),
         ErrorCode.TOO_MANY,
@@ -243,7 +243,7 @@ async def test_p4_too_many_on_the_host(host: Host) -> None:
     )
 
 
-async def test_p4_missing_source_fails_the_read(host: Host) -> None:
+async def test_a_missing_source_fails_the_read(host: Host) -> None:
     error = await expect_error(
         prepare(host, [{"sessionId": "one"}, {"sessionId": "missing"}]),
         ErrorCode.READ_FAILED,
@@ -257,7 +257,7 @@ async def test_p4_missing_source_fails_the_read(host: Host) -> None:
 
 
 @pytest.mark.parametrize("with_signal", [False, True])
-async def test_p4_a_failing_read_is_read_failed(with_signal: bool) -> None:
+async def test_a_failing_read_is_read_failed(with_signal: bool) -> None:
     failure = RuntimeError("non-error read failure")
 
     async def fail(_: str) -> SurfaceSnapshot:
@@ -273,7 +273,7 @@ async def test_p4_a_failing_read_is_read_failed(with_signal: bool) -> None:
     assert error.cause is failure
 
 
-async def test_p4_first_failure_wins_and_other_failures_stay_quiet(loop_errors: list[dict[str, Any]]) -> None:
+async def test_the_first_read_failure_wins_and_other_failures_stay_quiet(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
     finished = asyncio.Event()
 
@@ -300,7 +300,7 @@ async def test_p4_first_failure_wins_and_other_failures_stay_quiet(loop_errors: 
     assert errors_after_gc(loop_errors) == []
 
 
-async def test_p4_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
+async def test_a_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
     cancel = signal("cancelled during read")
 
     async def abort_then_fail(_: str) -> SurfaceSnapshot:
@@ -316,7 +316,7 @@ async def test_p4_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
     assert error.cause == "cancelled during read"
 
 
-async def test_p4_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[dict[str, Any]]) -> None:
+async def test_a_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
     started = asyncio.Event()
     finished = asyncio.Event()
@@ -415,7 +415,7 @@ async def test_unretrieved_errors_are_detected(loop_errors: list[dict[str, Any]]
     assert any("never retrieved" in message for message in errors_after_gc(loop_errors))
 
 
-async def test_p4_already_cancelled_signal_reads_nothing() -> None:
+async def test_an_already_cancelled_signal_reads_nothing() -> None:
     query = ScriptedQuery()
     service = SessionReferenceService(query)
     error = await expect_error(
@@ -435,7 +435,7 @@ async def test_validation_precedes_cancellation() -> None:
     await expect_error(service.prepare(TARGET, [], [{"sessionId": "a"}, {"sessionId": "b"}], done), ErrorCode.TOO_MANY)
 
 
-async def test_p4_already_cancelled_on_the_host(host: Host) -> None:
+async def test_an_already_cancelled_signal_reads_nothing_on_the_host(host: Host) -> None:
     await expect_error(prepare(host, [{"sessionId": "one"}], signal("host cancelled", set_=True)), ErrorCode.CANCELLED)
 
 
@@ -445,7 +445,7 @@ async def test_a_fresh_signal_does_not_change_the_result(host: Host) -> None:
     assert with_signal.to_json() == without.to_json()
 
 
-# --- C1: configuration -----------------------------------------------------------------------------
+# --- configuration ---------------------------------------------------------------------------------
 
 
 def make_service(**config: Any) -> SessionReferenceService:
@@ -484,14 +484,14 @@ def make_service(**config: Any) -> SessionReferenceService:
         ),
     ],
 )
-def test_c1_invalid_config(config: dict[str, Any], message: str) -> None:
+def test_an_invalid_service_configuration_is_refused(config: dict[str, Any], message: str) -> None:
     with pytest.raises(SessionReferenceError) as info:
         make_service(**config)
     assert info.value.code == ErrorCode.INVALID_CONFIG
     assert str(info.value) == message
 
 
-def test_c1_defaults_and_limits() -> None:
+def test_service_configuration_defaults_and_limits() -> None:
     service = make_service()
     assert (service.max_references, service.candidate_limit, service.max_reference_bytes) == (3, 50, 65536)
     big = make_service(max_references=1, candidate_limit=2**53 - 1, max_reference_bytes=2**53 - 1)

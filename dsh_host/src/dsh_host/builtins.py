@@ -30,7 +30,7 @@ def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, s
     return "fail"
 
 
-# --- defaults of the agent's waterfalls (spec agent-inbox-loop, section 5) -----------------------
+# --- defaults of the agent's waterfalls (they run last: a plugin's result comes first) ----------
 
 
 @hookimpl(trylast=True)

@@ -152,7 +152,7 @@ def dsh_log_invariants():
     """
 
 
-# --- agent lifecycle, step and turn hooks (spec agent-inbox-loop, section 5) ---------------------
+# --- agent lifecycle, step and turn hooks --------------------------------------------------------
 #
 # Modes: "notification" hooks are called one implementation at a time, each failure is logged and
 # contained and the result ignored (an awaitable result is awaited in the background, and the
