@@ -564,6 +564,12 @@ class EventLog:
     def __init__(self) -> None:
         self.seen: list[tuple[int, str, bool]] = []
         self.done: list[int] = []
+        self.disposing = asyncio.Event()
+
+    @hookimpl
+    def dsh_agent_status(self, agent, status):
+        if status == "disposed":
+            self.disposing.set()
 
     @hookimpl
     def dsh_session_event(self, session, event):
@@ -573,7 +579,7 @@ class EventLog:
         if event.type == "turn/end":
 
             async def later():
-                await asyncio.sleep(0)
+                await self.disposing.wait()  # still pending when disposal begins
                 self.done.append(event.seq)
 
             return later()

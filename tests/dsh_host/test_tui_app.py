@@ -393,11 +393,16 @@ class ManualComposer:
 
     def __init__(self) -> None:
         self.pending: list[tuple[asyncio.Future[Any], str, asyncio.Event]] = []
+        self.composing: list[asyncio.Task[Any]] = []
+        """The UI's task behind each composition: it composes, then sends, steers or drops it."""
 
     @hookimpl
     def dsh_compose_message(self, agent, text, signal):
         outcome = asyncio.get_running_loop().create_future()
         self.pending.append((outcome, text, signal))
+        task = asyncio.current_task()
+        assert task is not None
+        self.composing.append(task)
         return outcome
 
     def resolve(self, readable: str) -> None:
@@ -448,7 +453,7 @@ async def test_ctrl_c_during_a_pending_composition_abandons_it_and_restores_the_
         assert signal.is_set() and not chat.ui.submitter.preparing
         assert chat.agent.cancels == 0
         composer.resolve("use @source")  # settles late: nothing is sent
-        await asyncio.sleep(0)
+        await composer.composing[0]
         assert chat.agent.sent == [] and chat.agent.steered == []
         # The restored text is submitted again as it stands.
         await chat.type_until(ENTER, lambda: len(composer.pending) == 2, "a second composition")
@@ -466,7 +471,7 @@ async def test_leaving_during_preparation_cancels_it_and_sends_nothing(bare_host
     _, _, signal = composer.pending[0]
     assert signal.is_set()
     composer.resolve("use @source")
-    await asyncio.sleep(0)
+    await composer.composing[0]
     assert agent.sent == []
     assert agent.status == "disposed"
 
@@ -480,7 +485,7 @@ async def test_disposing_during_a_composition_abandons_it(bare_host, workspace, 
         await until(lambda: chat.task.done(), "the exit")
     assert composer.pending[0][2].is_set()
     composer.resolve("use @source")
-    await asyncio.sleep(0)
+    await composer.composing[0]
     assert agent.sent == []
 
 

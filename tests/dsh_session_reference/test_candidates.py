@@ -7,9 +7,7 @@ matched id and cwd only), and labels a candidate with its latest title when it h
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
 from dsh_session_reference.candidates import Candidate, rank_candidates
 from dsh_session_reference.terminal import candidate_completion
+from tests.dsh_session_reference.conftest import unreported_errors
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -168,26 +167,14 @@ class HangingQuery:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.called = asyncio.Event()
         self.release = asyncio.Event()
-        self.finished = asyncio.Event()
 
     async def search_candidates(self, query: str, **_: Any) -> list[SessionRecord]:
         self.calls += 1
-        try:
-            await self.release.wait()
-            raise RuntimeError("listing failed after all")
-        finally:
-            self.finished.set()
-
-
-@pytest.fixture
-async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    yield errors
-    loop.set_exception_handler(previous)
+        self.called.set()
+        await self.release.wait()
+        raise RuntimeError("listing failed after all")
 
 
 def cancel_signal(reason: str, *, set_: bool = False) -> asyncio.Event:
@@ -206,27 +193,20 @@ async def test_a_cancel_wins_over_a_listing_that_never_settles(loop_errors: list
     service = SessionReferenceService(query)
     cancel = cancel_signal("autocomplete superseded")
     task = asyncio.ensure_future(service.list_candidates(TARGET, "x", None, cancel))
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert query.calls == 1 and not task.done()
+    await query.called.wait()
+    assert query.calls == 1 and not task.done()  # the listing holds it
 
     cancel.set()
-    for _ in range(50):
-        if task.done():
-            break
-        await asyncio.sleep(0)
-    assert task.done() and not query.release.is_set()
+    await asyncio.wait({task})
+    assert not query.release.is_set()
     with pytest.raises(SessionReferenceError) as info:
         await task
     assert info.value.code == ErrorCode.CANCELLED
     assert info.value.cause == "autocomplete superseded"
+    del info, task  # the error's traceback holds the abandoned listing, which must be collectable
 
     query.release.set()
-    await query.finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    gc.collect()
-    assert loop_errors == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_already_cancelled_lists_nothing_but_limit_is_checked_first() -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from dsh_session_reference import (
     SessionReferenceService,
     render_error_chain,
 )
-from tests.dsh_session_reference.conftest import MakeHost
+from tests.dsh_session_reference.conftest import MakeHost, unreported_errors
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -75,35 +74,6 @@ def signal(reason: str | None = None, *, set_: bool = False) -> asyncio.Event:
     if set_:
         event.set()
     return event
-
-
-@pytest.fixture
-async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
-    """Everything the running loop's exception handler is asked to report during the test.
-
-    "Task exception was never retrieved" and "Future exception was never retrieved" go through
-    this handler when the unobserved future is collected, so a `gc.collect()` flushes them.
-    """
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    yield errors
-    loop.set_exception_handler(previous)
-
-
-async def settle(condition: Callable[[], bool], rounds: int = 50) -> None:
-    """Yield to the loop until `condition()` holds, without relying on wall-clock time."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    assert condition(), "the condition did not hold after yielding to the loop"
-
-
-def errors_after_gc(errors: list[dict[str, Any]]) -> list[str]:
-    gc.collect()
-    return [str(context.get("message")) for context in errors]
 
 
 # --- failures on a real host ----------------------------------------------------------------------
@@ -294,10 +264,7 @@ async def test_the_first_read_failure_wins_and_other_failures_stay_quiet(loop_er
         "failed to read referenced session: first failure",
     )
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_a_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
@@ -337,70 +304,57 @@ async def test_a_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[d
         service.prepare(TARGET, [text("q")], [{"sessionId": "quick"}, {"sessionId": "slow"}], cancel)
     )
     await started.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert not task.done()
+    assert not task.done()  # the slow read holds it
     cancel.set()
-    await settle(task.done)
+    await asyncio.wait({task})
     assert not release.is_set() and not finished.is_set()
     error = await expect_error(task, ErrorCode.CANCELLED, CANCELLED_MESSAGE)
     assert error.cause == "cancelled while storage remained pending"
+    del error, task  # the error's traceback holds the abandoned read, which must be collectable
 
     # The abandoned read settles later, harmlessly.
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_abandoned_read_that_succeeds_late_is_ignored(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
-    reads: list[str] = []
+    reading = asyncio.Event()
 
     async def slow(session_id: str) -> SurfaceSnapshot:
-        reads.append(session_id)
+        reading.set()
         await release.wait()
         return snapshot(session_id)
 
     service = SessionReferenceService(ScriptedQuery(slow))
     cancel = signal("superseded")
     task = asyncio.ensure_future(service.prepare(TARGET, [text("q")], [{"sessionId": "one"}], cancel))
-    await settle(lambda: bool(reads))
+    await reading.wait()
     cancel.set()
     await expect_error(task, ErrorCode.CANCELLED)
     release.set()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_caller_cancelled_while_reads_hang_leaves_no_unretrieved_error(
     loop_errors: list[dict[str, Any]],
 ) -> None:
     release = asyncio.Event()
-    finished = asyncio.Event()
-    reads: list[str] = []
+    reading = asyncio.Event()
 
     async def hang(session_id: str) -> SurfaceSnapshot:
-        reads.append(session_id)
-        try:
-            await release.wait()
-            raise RuntimeError("late failure")
-        finally:
-            finished.set()
+        reading.set()
+        await release.wait()
+        raise RuntimeError("late failure")
 
     service = SessionReferenceService(ScriptedQuery(hang))
     task = asyncio.ensure_future(service.prepare(TARGET, [text("q")], [{"sessionId": "one"}], signal()))
-    await settle(lambda: bool(reads))
+    await reading.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_unretrieved_errors_are_detected(loop_errors: list[dict[str, Any]]) -> None:
@@ -410,9 +364,9 @@ async def test_unretrieved_errors_are_detected(loop_errors: list[dict[str, Any]]
         raise RuntimeError("nobody looks at me")
 
     task = asyncio.ensure_future(boom())
-    await settle(task.done)
+    await asyncio.wait({task})  # done, and its exception never looked at
     del task
-    assert any("never retrieved" in message for message in errors_after_gc(loop_errors))
+    assert any("never retrieved" in message for message in await unreported_errors(loop_errors))
 
 
 async def test_an_already_cancelled_signal_reads_nothing() -> None:

@@ -435,8 +435,7 @@ async def test_the_target_log_is_independent_of_later_source_changes(make_host) 
         },
         surface_op="append",
     )
-    await asyncio.sleep(0)  # let the title listener title the target, as it would in a turn
-    await host.sessions.flush(target)
+    await host.sessions.flush(target)  # titles the target in the same batch, as in a turn
     messages = target.derive_messages()
     stored_before = await host.services.session_query.read_events("target")
 
@@ -485,7 +484,8 @@ async def test_the_target_log_is_independent_of_later_source_changes(make_host) 
 
 
 class RecordingQuery:
-    """A query whose reads yield to the loop a few times, recording when each starts and ends."""
+    """A query whose reads end only once every read of their batch has started; it records when
+    each starts and ends."""
 
     def __init__(self) -> None:
         self.log: list[tuple[str, str]] = []
@@ -493,16 +493,22 @@ class RecordingQuery:
     async def read_surface_texts(self, session_ids: list[str]) -> list[SurfaceTexts]:
 
         # Every read is issued before any is awaited, as the host's one-request batch does.
+        started: list[str] = []
+        all_started = asyncio.Event()
 
-        snapshots = await asyncio.gather(*(self.read_surface(i) for i in session_ids))
+        async def read(session_id: str) -> SurfaceSnapshot:
+            self.log.append(("start", session_id))
+            started.append(session_id)
+            if len(started) == len(session_ids):
+                all_started.set()
+            await all_started.wait()
+            self.log.append(("end", session_id))
+            return self.snapshot(session_id)
 
+        snapshots = await asyncio.gather(*(read(i) for i in session_ids))
         return [texts_of(snapshot) for snapshot in snapshots]
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        self.log.append(("start", session_id))
-        for _ in range(3):
-            await asyncio.sleep(0)
-        self.log.append(("end", session_id))
+    def snapshot(self, session_id: str) -> SurfaceSnapshot:
         header = SessionHeader(id=session_id, created_at=0, cwd=None)
         event = {
             "type": "user/message",

@@ -13,6 +13,8 @@ so in any project that has dsh-host installed these fixtures are available witho
   fresh database with the dsh schema on it (`PostgresServer`, `Database`; needs
   `dsh-host[postgres]`).
 
+`appended(session, predicate)` waits for the event a test needs (see `dsh_host.testing.waits`).
+
 The helpers themselves import nothing of pytest, so they can also be used outside it.
 """
 
@@ -20,5 +22,6 @@ from dsh_host.testing.cli import CliResult, DshRunner
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import Database, PostgresServer
+from dsh_host.testing.waits import appended
 
-__all__ = ["CliResult", "Database", "DshRunner", "HostFactory", "LogBuilder", "PostgresServer"]
+__all__ = ["CliResult", "Database", "DshRunner", "HostFactory", "LogBuilder", "PostgresServer", "appended"]
