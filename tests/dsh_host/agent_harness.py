@@ -130,7 +130,7 @@ def request_texts(request: ModelRequest) -> list[str]:
 
 
 def golden(lines: str) -> list[str]:
-    """Compact log lines from the spec's JSON (one event a line, `T` for the time)."""
+    """Compact log lines from expected JSON lines (one event a line, `T` standing for the time)."""
     out = []
     for line in lines.strip().splitlines():
         event = json.loads(line.replace(":T,", f":{T},"))

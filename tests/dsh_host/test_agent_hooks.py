@@ -1,4 +1,4 @@
-"""The agent hooks of spec section 5, each called through a throwaway plugin class."""
+"""The agent's lifecycle, step and turn hooks, each called through a throwaway plugin class."""
 
 from __future__ import annotations
 
@@ -563,6 +563,12 @@ class EventLog:
     def __init__(self) -> None:
         self.seen: list[tuple[int, str, bool]] = []
         self.done: list[int] = []
+        self.disposing = asyncio.Event()
+
+    @hookimpl
+    def dsh_agent_status(self, agent, status):
+        if status == "disposed":
+            self.disposing.set()
 
     @hookimpl
     def dsh_session_event(self, session, event):
@@ -572,7 +578,7 @@ class EventLog:
         if event.type == "turn/end":
 
             async def later():
-                await asyncio.sleep(0)
+                await self.disposing.wait()  # still pending when disposal begins
                 self.done.append(event.seq)
 
             return later()

@@ -1,4 +1,4 @@
-"""Every command that prints a session's strings survives any JavaScript string (issue 13.1).
+"""Every command that prints a session's strings survives any JavaScript string.
 
 Ids, titles, cwds and texts are drawn from the whole of Unicode, lone surrogates and C0/C1
 controls included, imported from a log written as the reference writes it (`JSON.stringify`),

@@ -1,4 +1,4 @@
-"""Crash repair (spec section 5, section 10 item 22) and resume through the host."""
+"""Crash repair (closing the turn a crash left open) and resume through the host."""
 
 from __future__ import annotations
 

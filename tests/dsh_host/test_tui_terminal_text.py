@@ -1,4 +1,4 @@
-"""Control-character and lone-surrogate escaping (session-reference spec 9.1) and JavaScript trimming."""
+"""Control-character and lone-surrogate escaping for the terminal, and JavaScript trimming."""
 
 from __future__ import annotations
 

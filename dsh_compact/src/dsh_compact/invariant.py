@@ -31,7 +31,7 @@ class _Open:
 
 
 def check_compactions(header: Any, events: Sequence[Any]) -> Iterator[Violation]:
-    """A `dsh_host.LogInvariant`: every violation of the compaction bracket in a log."""
+    """A `dsh_host.log.LogInvariant`: every violation of the compaction bracket in a log."""
     open_: _Open | None = None
     for event in events:
         kind = event.type

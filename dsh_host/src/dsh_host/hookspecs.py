@@ -165,8 +165,8 @@ def dsh_prompt_submit(
 
     Called by the agent once per queued message it claims (never for steering), after
     `turn/start`. `content` and `source` are the frozen record's; `contexts` are the record's
-    frozen contexts. Returns a `dsh_host.PromptDecision`: `Allow(content=None,
-    additional_contexts=None)` or `Block(reason)`.
+    frozen contexts. Returns `dsh_host.Allow(content=None, additional_contexts=None)` or
+    `dsh_host.Block(reason)`.
 
     This is a waterfall: the host's own implementation runs last (`trylast`) and returns the
     default allow that carries the record's contexts. A plugin that blocks returns a `Block`
@@ -219,10 +219,13 @@ def dsh_log_invariants() -> Iterable[LogInvariant]:
     """Contribute the rules of this plugin's own event types to the log check.
 
     Called by `dsh sessions check` on every mounted plugin, each time it checks logs. Returns an
-    iterable of `dsh_host.LogInvariant`s: pure functions `invariant(header, events)` that yield a
-    `dsh_host.Violation(seq, rule, message)` for each broken rule, run after the host's own rules
-    (`dsh_host.check_log`). A plugin checks only the event types it owns; a log without them
-    passes. The results of all plugins are combined.
+    iterable of `dsh_host.log.LogInvariant`s: pure functions `invariant(header, events)` run
+    after the host's own rules (`dsh_host.log.check_log`). Each yields a
+    `dsh_host.log.Violation(seq, rule, message)` for each broken rule (the check fails), and may
+    yield a `dsh_host.log.Note(seq, rule, message)` for something worth knowing about a log that
+    breaks no rule, such as a shape that reads fine but cannot be resumed (listed; the check
+    fails on it only under `--strict`). A plugin checks only the event types it owns; a log
+    without them passes. The results of all plugins are combined.
     """
 
 
@@ -341,10 +344,10 @@ def dsh_agent_turn_continuation(
 
     Called by the agent after each successful step's `step/end`. `default_decision` is
     `Continue()` when the step had tool calls or steering was written after the response, else
-    `Stop()`; the host default returns it. Returns a `dsh_host.ContinuationDecision`:
-    `Continue(content=None, source=None)` (with `content`, the loop adds it as steering first)
-    or `Stop()`. Pending steering turns a stop into another step anyway. Waterfall: a plain
-    implementation returning a decision decides, a wrapper adjusts the downstream one.
+    `Stop()`; the host default returns it. Returns `dsh_host.Continue(content=None,
+    source=None)` (with `content`, the loop adds it as steering first) or `dsh_host.Stop()`.
+    Pending steering turns a stop into another step anyway. Waterfall: a plain implementation
+    returning a decision decides, a wrapper adjusts the downstream one.
     """
 
 
@@ -406,7 +409,7 @@ def dsh_register_renderers(register: Callable[[str, EventRenderer], None]) -> No
     on every registered plugin; the host registers its own event types (messages, tool calls,
     turn ends) through this hook too. `register(event_type, render)` adds the renderer of
     `event_type`; `render(data, transcript)` gets the event's data mapping and the
-    `dsh_host.Transcript` (for `transcript.render_context(context)`) and returns a list of rich
+    `dsh_host.ui.Transcript` (for `transcript.render_context(context)`) and returns a list of rich
     renderables, empty to print nothing. Every string taken from the event must pass
     `dsh_host.display_text` and be wrapped in `rich.text.Text`, never markup. An event type
     nobody registered prints nothing; registering a type twice is an error. The hook's own
@@ -435,8 +438,8 @@ def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
     Called once when the terminal UI starts on `host`, on every registered plugin (a plugin
     finds its own services on `host`). `register(complete, hint=None)` adds a source:
     `async complete(agent, token, signal)` gets the chat's current agent, the
-    `dsh_host.AtToken` ending at the cursor and an `asyncio.Event` set when typing moves on,
-    and returns a list of `dsh_host.MentionCompletion`; `hint` is the line `/help` shows for
+    `dsh_host.ui.AtToken` ending at the cursor and an `asyncio.Event` set when typing moves on,
+    and returns a list of `dsh_host.ui.MentionCompletion`; `hint` is the line `/help` shows for
     the syntax (`@name mentions another session`). The editor offers the host's file matches
     first, then every source's items in registration order; a source that fails or is
     abandoned offers nothing. The hook's own result is ignored.

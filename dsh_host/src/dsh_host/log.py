@@ -15,13 +15,14 @@ exported from `dsh_host`. docs/log-format.md describes the format these helpers 
   the model request of any step from the log alone, and `request_json` puts a sent
   `ModelRequest` in the same shape, so the two compare as plain JSON. `canonical_header` and
   `header_equals` read and compare `request/header` snapshots.
-- The check: `check_log` runs the host's rules over a whole log and yields a `Violation` per
-  broken rule; a plugin adds the rules of its own event types as `LogInvariant`s through the
-  `dsh_log_invariants` hook. `InvalidLog` is a log file that cannot be read.
+- The check: `check_log` runs the host's rules over a whole log and returns a `Violation` per
+  broken rule and a `Note` per shape that reads fine but cannot be resumed; a plugin adds the
+  rules of its own event types as `LogInvariant`s through the `dsh_log_invariants` hook.
+  `InvalidLog` is a log file that cannot be read.
 """
 
 from dsh_host.agent.reconstruct import rebuild_request, request_json
-from dsh_host.session.check import LogInvariant, Violation, check_log
+from dsh_host.session.check import LogInvariant, Note, Violation, check_log
 from dsh_host.session.events import PROMPT_DELIMITER, InvalidEvent, event_from_json, surface_text
 from dsh_host.session.jsonl import InvalidLog
 from dsh_host.session.lossless import NotLosslessJson
@@ -35,6 +36,7 @@ __all__ = [
     "InvalidLog",
     "LogInvariant",
     "NotLosslessJson",
+    "Note",
     "Surface",
     "SurfaceError",
     "SurfaceMessage",

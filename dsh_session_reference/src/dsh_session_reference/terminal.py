@@ -1,7 +1,8 @@
 """Session references in the terminal UI: the transcript's card line and the `@` session menu.
 
-The plugin registers both through the host's hooks (spec 9.2 and 9.4): `render_reference` for
-contexts whose `meta.kind` is `session-reference`, `SessionCompletions` as a mention source.
+The plugin registers both through the host's hooks: `render_reference` renders the contexts
+whose `meta.kind` is `session-reference` (`dsh_register_context_renderers`),
+`SessionCompletions` is a mention source (`dsh_register_completions`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ so in any project that has dsh-host installed these fixtures are available witho
   fresh database with the dsh schema on it (`PostgresServer`, `Database`; needs
   `dsh-host[postgres]`).
 
+- `appended(session, predicate)`: wait for the event a test needs, not for event-loop ticks.
+
 The helpers themselves import nothing of pytest, so they can also be used outside it.
 """
 
@@ -25,6 +27,7 @@ from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import Database, PostgresServer
 from dsh_host.testing.requests import sent_requests
 from dsh_host.testing.ui import RecordingUI
+from dsh_host.testing.waits import appended
 
 __all__ = [
     "CliResult",
@@ -34,5 +37,6 @@ __all__ = [
     "LogBuilder",
     "PostgresServer",
     "RecordingUI",
+    "appended",
     "sent_requests",
 ]
