@@ -155,6 +155,11 @@ def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Fin
                 )
 
 
+def resume_refusal(header: SessionHeader, events: Sequence[Event]) -> str | None:
+    """Why a log cannot be resumed (the first `seed-shape` note), or None when it can be."""
+    return next((f.message for f in check_shapes(header, events) if f.rule == SEED_SHAPE), None)
+
+
 def _routed(config: Any) -> bool:
     if not isinstance(config, Mapping):
         return False
