@@ -9,15 +9,19 @@ runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dsh_host.errors import ConfigError, DshError
-from dsh_host.hookspecs import hookimpl
+from dsh_host.hookspecs import StoreFactory, hookimpl
 from dsh_host.store.base import SessionNotFound, SessionStore
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.terminal_text import display_inline_text
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
 
 STORE = "postgres"
 
@@ -33,21 +37,22 @@ def postgres_module() -> ModuleType:
     return postgres
 
 
-def open_postgres_store(host: Any, table: dict[str, Any]) -> SessionStore:
+def open_postgres_store(host: Host, table: Mapping[str, Any]) -> SessionStore:
     """`[stores.postgres]`: `dsn` (libpq; no password), `pool_size`, `statement_timeout_ms`."""
     store: SessionStore = postgres_module().PostgresSessionStore.from_table(table)
     return store
 
 
 @hookimpl
-def dsh_register_stores(register):
+def dsh_register_stores(register: Callable[[str, StoreFactory], None]) -> None:
     register(STORE, open_postgres_store)
 
 
 @hookimpl
-def dsh_register_commands(cli):
+def dsh_register_commands(cli: click.Group) -> None:
     cli.add_command(store_group)
     sessions = cli.commands["sessions"]
+    assert isinstance(sessions, click.Group)  # the host's own `dsh sessions`
     sessions.add_command(share)
     sessions.add_command(unshare)
 

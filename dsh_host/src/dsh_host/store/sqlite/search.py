@@ -5,7 +5,7 @@
   on `surface` insert and delete its rows, so it changes in the very transaction that changes
   the surface: a compaction's replace removes the folded nodes from search as it removes them
   from the surface.
-- `session_names` indexes each session's lower-cased (Python `str.lower`, as the spec's match)
+- `session_names` indexes each session's lower-cased (Python `str.lower`, as `name_matches` does)
   id, latest title and cwd as trigrams, so a name match of three or more characters is an
   index lookup; shorter needles (and those holding control characters or surrogates, which
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
