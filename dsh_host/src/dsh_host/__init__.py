@@ -71,6 +71,8 @@ from dsh_host.session.session import Session
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.session.surface import Surface, SurfaceError, plan
 from dsh_host.settings import read_bool, read_float, read_int, read_str, reject_unknown, show
+from dsh_host.sources.base import BodyScorer, SessionSource, SourceFileReport, SourceReadOnly
+from dsh_host.sources.synthesis import SourceConversation, SourceMessage
 from dsh_host.store.base import (
     CandidateRow,
     SearchCancelled,
@@ -80,6 +82,8 @@ from dsh_host.store.base import (
     StoredTitle,
     StoreError,
 )
+from dsh_host.store.relevance import BodyTextScoring
+from dsh_host.store.search import SearchQuery
 from dsh_host.store.sqlite import SqliteSessionStore
 from dsh_host.tools.base import Tool, ToolContext, ToolResult
 from dsh_host.tui.file_search import AtToken
@@ -102,6 +106,8 @@ __all__ = [
     "AssembledMessage",
     "AtToken",
     "Block",
+    "BodyScorer",
+    "BodyTextScoring",
     "CancelSignal",
     "CandidateRow",
     "ComposeError",
@@ -125,6 +131,7 @@ __all__ = [
     "PromptDecision",
     "ResolvedModel",
     "SearchCancelled",
+    "SearchQuery",
     "Services",
     "Session",
     "SessionHeader",
@@ -132,7 +139,12 @@ __all__ = [
     "SessionQuery",
     "SessionRecord",
     "SessionRow",
+    "SessionSource",
     "SessionStore",
+    "SourceConversation",
+    "SourceFileReport",
+    "SourceMessage",
+    "SourceReadOnly",
     "SqliteSessionStore",
     "Status",
     "Stop",

@@ -395,6 +395,22 @@ def dsh_register_stores(register):
     """
 
 
+@hookspec
+def dsh_register_session_sources(register):
+    """Register read-only session sources: the sessions of other agents, read in place.
+
+    Called once by the host when it first needs its sources (a listing, a search, a read of a
+    source's session), on every mounted plugin. `register(name, factory)` adds a source under
+    `name`, which prefixes the ids of its sessions (`<name>:<the agent's own id>`); `factory(host,
+    table)` opens and returns a `dsh_host.SessionSource`, where `table` is the `[sources.<name>]`
+    configuration table as a plain dict (empty when absent): validate it and raise
+    `dsh_host.ConfigError` naming the table, key and value for a bad one. A name must be
+    non-empty and hold no `:`; registering a name twice is an error. A source answers the read
+    half of the store protocol only: the host refuses every write, import, compaction or delete
+    of its sessions with a `dsh_host.SourceReadOnly` line. The result is ignored.
+    """
+
+
 @hookspec(firstresult=True)
 def dsh_compose_message(agent, text, signal):
     """Turn the text a person typed into the message an agent is sent.

@@ -48,7 +48,7 @@ from dsh_host.session.events import (
     type_of,
 )
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store import sqlite_search
+from dsh_host.store import sqlite_relevance, sqlite_search
 from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
 
@@ -500,6 +500,14 @@ class SqliteSessionStore:
             cancel=cancel,
             from_text=_from_text,
         )
+
+    def score_body_texts(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """Each text's BM25 for `query` as this store's body search scores its own nodes.
+
+        With the store's statistics as they are (see `dsh_host.store.relevance`); None while
+        the store has indexed no text.
+        """
+        return sqlite_relevance.score_texts(self._connection(), query, texts)
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
