@@ -1,0 +1,329 @@
+"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
+
+Listing and search answer from the freshness index (`index.SourceIndex`), refreshed first: the
+files are listed and stat-ed, and only those whose size or mtime changed are read again. A read
+of one session parses its file afresh, so a snapshot is always current. In the terminal UI the
+refresh runs in the background instead (`IndexingNotice` turns that on): the `@` menu answers at
+once from what is indexed so far and says the index is still being built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dsh_host import (
+    BodyScorer,
+    CandidateRow,
+    MentionCompletion,
+    SearchQuery,
+    SessionHeader,
+    SessionNotFound,
+    SessionRow,
+    SourceConversation,
+    SourceFileReport,
+    StoredTitle,
+    display_inline_text,
+    read_str,
+    reject_unknown,
+)
+from dsh_sources.index import INDEX_FILE, Entry, SourceIndex
+from dsh_sources.transcript import Transcript, TranscriptFormat
+
+_INTERACTIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Hosts running the terminal UI: their sources index in the background."""
+
+_REFRESH_PUBLISH = 64
+"""A background build makes what it indexed visible every this many files."""
+
+
+class TranscriptSource:
+    """The sessions of one agent (`fmt`), indexed in `index`, under ids `<name>:<agent id>`."""
+
+    def __init__(self, name: str, fmt: TranscriptFormat, index: SourceIndex, *, background: bool = False) -> None:
+        self.name = name
+        self.format = fmt
+        self.index = index
+        self._prefix = name + ":"
+        self._background = background
+        self._refresh_lock = threading.Lock()
+        self._builder: threading.Thread | None = None
+        self._progress: tuple[int, int | None] | None = None
+        self._built = False
+        self._entries: dict[str, Entry] | None = None
+        self._closed = threading.Event()
+
+    # -- freshness ---------------------------------------------------------------------------
+
+    def build_in_background(self) -> None:
+        """From now on refresh in a background thread (starting one now) and answer from what is indexed."""
+        self._background = True
+        self._fresh()
+
+    def indexing(self) -> tuple[int, int | None] | None:
+        """(files read, files to read, None while they are being listed) during a long build, else None.
+
+        A refresh that re-reads a few changed files is not worth a word; a first build (or one
+        with more than a few dozen files to read) is.
+        """
+        progress = self._progress
+        if progress is None or not self._building():
+            return None
+        done, total = progress
+        if total is None:
+            return None if self._built else progress
+        return progress if total > _REFRESH_PUBLISH and done < total else None
+
+    def _building(self) -> bool:
+        builder = self._builder
+        return builder is not None and builder.is_alive()
+
+    def _fresh(self) -> None:
+        """Bring the index up to date (or, in the background, start doing so)."""
+        if not self._background:
+            self.refresh()
+        elif not self._building():
+            self._progress = (0, None)
+            self._builder = threading.Thread(target=self.refresh, name=f"dsh-sources-{self.name}", daemon=True)
+            self._builder.start()
+
+    def refresh(self) -> None:
+        """Read again every file whose size or mtime changed; forget the files that are gone."""
+        with self._refresh_lock:
+            listed: dict[str, tuple[int, int]] = {}
+            for path in self.format.files():
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    listed[path] = (info.st_size, info.st_mtime_ns)
+            known = self.index.known()
+            gone = [path for path in known if path not in listed]
+            stale = [path for path, signature in listed.items() if known.get(path) != signature]
+            self.index.forget(gone)
+            if gone:
+                self._entries = None
+            self._progress = (0, len(stale))
+            for done, path in enumerate(stale, 1):
+                if self._closed.is_set():
+                    return
+                self._index_file(path, listed[path])
+                self._progress = (done, len(stale))
+                if done % _REFRESH_PUBLISH == 0:
+                    self._entries = None
+            if stale:
+                self._entries = None
+            self._built = True
+
+    def _index_file(self, path: str, signature: tuple[int, int]) -> None:
+        try:
+            transcript = self.format.read(path)
+        except OSError:
+            return  # unreadable now: not recorded, so it is tried again next time
+        self.index.put(path, *signature, transcript)
+
+    def _sessions(self) -> dict[str, Entry]:
+        """The indexed sessions by full id; one file per agent id (the latest active wins)."""
+        entries = self._entries
+        if entries is None:
+            chosen: dict[str, Entry] = {}
+            for entry in self.index.entries():
+                held = chosen.get(entry.agent_id)
+                if held is None or (entry.updated_at, entry.path) > (held.updated_at, held.path):
+                    chosen[entry.agent_id] = entry
+            titles = self.format.titles()
+            entries = {
+                self._prefix + agent_id: entry._replace(title=titles.get(agent_id, entry.title))
+                for agent_id, entry in chosen.items()
+            }
+            self._entries = entries
+        return entries
+
+    def _entry(self, session_id: str) -> Entry:
+        if not session_id.startswith(self._prefix):
+            raise SessionNotFound(session_id)
+        entry = self._sessions().get(session_id)
+        if entry is None:
+            self.refresh()
+            entry = self._sessions().get(session_id)
+        if entry is None:
+            raise SessionNotFound(session_id)
+        return entry
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _conversation(self, session_id: str) -> tuple[Entry, Transcript, SourceConversation]:
+        """The session's file read now (SessionNotFound when it vanished or holds no session)."""
+        entry = self._entry(session_id)
+        try:
+            transcript = self.format.read(entry.path)
+        except OSError:
+            transcript = None
+        if transcript is None:
+            raise SessionNotFound(session_id)
+        header = SessionHeader(id=session_id, created_at=transcript.created_at, cwd=transcript.cwd)
+        return entry, transcript, SourceConversation(header, transcript.messages, self.format.provider)
+
+    def list_sessions(self) -> list[SessionRow]:
+        self._fresh()
+        rows = [SessionRow(sid, e.created_at, e.cwd, e.title) for sid, e in self._sessions().items()]
+        return sorted(rows, key=lambda row: (-row.created_at, row.id))
+
+    def has(self, session_id: str) -> bool:
+        try:
+            self._entry(session_id)
+        except SessionNotFound:
+            return False
+        return True
+
+    def read_header(self, session_id: str) -> SessionHeader:
+        entry = self._entry(session_id)
+        return SessionHeader(id=session_id, created_at=entry.created_at, cwd=entry.cwd)
+
+    def read_title(self, session_id: str) -> StoredTitle | None:
+        entry = self._entry(session_id)
+        return None if entry.title is None else StoredTitle(entry.title, max(entry.messages - 1, 0), entry.updated_at)
+
+    def read_surface(self, session_id: str) -> Any:
+        return self._conversation(session_id)[2].surface()
+
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[Any]:
+        return [self._conversation(session_id)[2].texts() for session_id in session_ids]
+
+    def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
+        conversation = self._conversation(session_id)[2]
+        return conversation.header, conversation.lines()
+
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Any]]:
+        conversation = self._conversation(session_id)[2]
+        return conversation.header, conversation.events()
+
+    def check(self, session_id: str | None = None) -> list[SourceFileReport]:
+        if session_id is None:
+            self.refresh()
+            rows = self.index.reports()
+        else:
+            rows = self.index.reports(self._entry(session_id).agent_id)
+        return [
+            SourceFileReport(path, None if agent is None else self._prefix + agent, skipped, over)
+            for path, agent, skipped, over in rows
+        ]
+
+    # -- search ------------------------------------------------------------------------------
+
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+        score: BodyScorer | None = None,
+    ) -> list[CandidateRow]:
+        """Name matches from the index's rows, body matches from its full-text index (see `SessionSource`).
+
+        With `score`, the body matches that make the list are scored again on its scale.
+        """
+        self._fresh()
+        terms = SearchQuery(query)
+        sessions = self._sessions()
+        rank = terms.rank_key
+        rows = [
+            CandidateRow(sid, e.created_at, e.cwd, e.title, None, 0.0)
+            for sid, e in sessions.items()
+            if sid != target_id and terms.matches_name(sid, e.cwd, e.title)
+        ]
+        best: dict[str, tuple[int, float]] = {}
+        if terms.needle and terms.words:
+            named = {row.id for row in rows}
+            by_pk = {e.pk: sid for sid, e in sessions.items() if sid not in named and sid != target_id}
+            match = " ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
+            for pk, rowid, relevance in self.index.body_matches(match, cancel):
+                sid = by_pk.get(pk)
+                if sid is not None and sid not in best:
+                    best[sid] = (rowid, relevance)
+        body = [
+            CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, "", relevance)
+            for sid, (_, relevance) in best.items()
+        ]
+        ranked = sorted(rows + body, key=lambda row: rank(row, target_cwd))[:limit]
+        shown = [row.id for row in ranked if row.snippet is not None]
+        if not shown:
+            return ranked
+        texts = self.index.texts([best[sid][0] for sid in shown])
+        found = [texts.get(best[sid][0], "") for sid in shown]
+        scores = score(query, found) if score is not None else None
+        rescored = dict(zip(shown, scores if scores is not None else [best[sid][1] for sid in shown], strict=True))
+        snippets = {sid: terms.snippet(text) for sid, text in zip(shown, found, strict=True)}
+        out = [
+            row if row.snippet is None else row._replace(snippet=snippets[row.id], score=rescored[row.id])
+            for row in ranked
+        ]
+        return sorted(out, key=lambda row: rank(row, target_cwd))
+
+    def close(self) -> None:
+        self._closed.set()
+        builder = self._builder
+        if builder is not None and builder is not threading.current_thread():
+            builder.join()
+        self.index.close()
+
+
+FormatFactory = Callable[[dict[str, Any]], TranscriptFormat]
+
+
+def register_source(register: Callable[..., None], name: str, make_format: FormatFactory) -> None:
+    """Register `name` as a source of `make_format(table)`'s files, indexed in the host's data dir.
+
+    `[sources.<name>]` takes one key, `dir`: the agent's data folder (in place of its default).
+    """
+    table_name = f"sources.{name}"
+
+    def open_source(host: Any, table: dict[str, Any]) -> TranscriptSource:
+        reject_unknown(table_name, table, ("dir",))
+        read_str(table_name, table, "dir", None)
+        index = SourceIndex(host.data_dir / INDEX_FILE, name)
+        return TranscriptSource(name, make_format(table), index, background=host in _INTERACTIVE)
+
+    register(name, open_source)
+
+
+class IndexingNotice:
+    """An `@` menu line saying a source's index is still being built (and nothing once it is).
+
+    Registering it marks the host as interactive: its sources then index in the background,
+    so the menu answers at once from what is indexed so far.
+    """
+
+    def __init__(self, host: Any, name: str) -> None:
+        self._host = host
+        self._name = name
+        _INTERACTIVE.add(host)
+
+    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[MentionCompletion]:
+        sources = self._host.sources
+        if token.quoted or self._name not in sources.names:
+            return []
+        source = await asyncio.to_thread(sources.get, self._name)
+        if not isinstance(source, TranscriptSource):
+            return []
+        source.build_in_background()
+        progress = source.indexing()
+        if progress is None:
+            return []
+        done, total = progress
+        read = "listing files" if total is None else f"{done} of {total} files read"
+        return [
+            MentionCompletion(
+                token.prefix,
+                display=f"{display_inline_text(self._name)} · indexing sessions, {read}",
+                meta="the menu lists what is indexed so far",
+            )
+        ]
