@@ -74,7 +74,19 @@ def _texts(content: Any, *, typed: bool) -> tuple[str, ...]:
 class _Node:
     """A chain record, reduced to what the walk and the projection need."""
 
-    __slots__ = ("checkpoint", "index", "main", "message_id", "model", "parent", "role", "texts", "time", "uuid", "visible")
+    __slots__ = (
+        "checkpoint",
+        "index",
+        "main",
+        "message_id",
+        "model",
+        "parent",
+        "role",
+        "texts",
+        "time",
+        "uuid",
+        "visible",
+    )
 
     def __init__(self, uuid: str, record: dict[str, Any], index: int, time: int) -> None:
         self.uuid = uuid
