@@ -56,8 +56,8 @@ class JsonLines:
 
     def _drain(self) -> None:
         """Consume the rest of an over-long line, a bounded piece at a time."""
-        readline = self._file.readline
+        readline, size = self._file.readline, min(self._limit + 1, _DRAIN_BYTES)
         while True:
-            piece = readline(_DRAIN_BYTES)
+            piece = readline(size)
             if not piece or piece.endswith(b"\n"):
                 return
