@@ -25,14 +25,18 @@ def agents(tmp_path: Path, dsh_cli):
     t = ClaudeTranscript(cwd=str(tmp_path))
     t.user("how should the rollout parser handle cut lines?")
     t.reply(("thinking", "hmm"), ("text", "Skip them and count them."))
-    claude_path = t.write(claude, extra=["{\"type\": \"user\", \"cut\n"])
+    claude_path = t.write(claude, extra=['{"type": "user", "cut\n'])
     r = CodexRollout(cwd="/elsewhere")
     r.meta()
     r.context()
     r.user("rename the module")
     r.assistant("Renamed.")
     codex_path = r.write(codex)
-    return {"claude": f"claude-code:{t.session_id}", "codex": f"codex:{r.session_id}", "paths": (claude_path, codex_path)}
+    return {
+        "claude": f"claude-code:{t.session_id}",
+        "codex": f"codex:{r.session_id}",
+        "paths": (claude_path, codex_path),
+    }
 
 
 def test_sessions_list_search_and_show_answer_from_both_sources(dsh_cli, agents):
@@ -82,7 +86,7 @@ def test_check_reports_skipped_lines_per_source_file(dsh_cli, agents):
 
 def test_writing_to_a_source_session_is_refused_in_one_line(dsh_cli, agents):
     for args in (("compact", agents["claude"]), ("run", "more", "--session", agents["codex"])):
-        code, out, err = dsh_cli(*args)
+        code, _, err = dsh_cli(*args)
         assert code == 1
         (error,) = [line for line in err.splitlines() if line.startswith("dsh: error:")]
         assert "belongs to the read-only source" in error

@@ -152,7 +152,12 @@ def test_a_line_of_more_than_64_mib_does_not_stop_the_session(source_host, agent
 def test_multi_megabyte_lines_still_yield_their_text(source_host, agent_dirs):
     t = ClaudeTranscript()
     big = "pasted " * 500_000  # 3.5 MB of text in one prompt
-    t.user([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 3_000_000}}, {"type": "text", "text": big}])
+    t.user(
+        [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 3_000_000}},
+            {"type": "text", "text": big},
+        ]
+    )
     t.reply(("text", "seen"))
     t.write(agent_dirs.claude)
     host = source_host()
