@@ -34,7 +34,7 @@ def claude_lines(draw, *, branches: bool) -> list[str]:
             marks += t.reply(("thinking", "t"), ("text", draw(WORDS)), ("text", draw(WORDS)))
         elif step == "tools":
             t.user(draw(WORDS))
-            (use,) = t.reply(("tool_use", "toolu_x"))
+            t.reply(("tool_use", "toolu_x"))
             t.tool_result("toolu_x", draw(WORDS))
             t.reply(("text", draw(WORDS)))
         elif step == "compact":
