@@ -29,7 +29,7 @@ from dsh_sources.source import register_source
 from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
 
 NAME = "claude-code"
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 _INJECTED = (
     "<command-name>",
@@ -267,7 +267,7 @@ class ClaudeCodeFormat:
                 continue
             for entry in entries:
                 name = entry.name
-                if name.endswith(".jsonl") and _UUID.match(name[:-6]):
+                if len(name) == 42 and name.endswith(".jsonl") and _UUID.match(name, 0, 36):
                     yield entry.path
 
     def read(self, path: str) -> Transcript | None:

@@ -129,39 +129,45 @@ class SourceIndex:
         rows = self._connection().execute("SELECT path, size, mtime_ns FROM files WHERE source = ?", (self.source,))
         return {os.fsdecode(path): (size, mtime) for path, size, mtime in rows}
 
-    def put(self, path: str, size: int, mtime_ns: int, transcript: Transcript | None) -> None:
-        """Record what reading `path` (of that size and mtime) found, replacing what was there."""
+    def put(self, found: Iterable[tuple[str, int, int, Transcript | None]]) -> None:
+        """Record what reading each file (path, size, mtime) found, replacing what was there, in one transaction."""
         conn = self._connection()
         with self._write, self._transaction(conn):
-            self._forget(conn, [path])
-            values = (self.source, os.fsencode(path), size, mtime_ns)
-            if transcript is None:
-                conn.execute("INSERT INTO files (source, path, size, mtime_ns) VALUES (?, ?, ?, ?)", values)
-                return
-            cursor = conn.execute(
-                "INSERT INTO files (source, path, size, mtime_ns, agent_id, cwd, created_at, updated_at, title, "
-                "messages, skipped, oversized) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *values,
-                    transcript.agent_id,
-                    _blob(transcript.cwd),
-                    transcript.created_at,
-                    transcript.updated_at,
-                    _blob(transcript.title),
-                    len(transcript.messages),
-                    transcript.skipped,
-                    transcript.oversized,
-                ),
-            )
-            pk = cursor.lastrowid
-            assert pk is not None
-            conn.executemany(
-                "INSERT INTO texts (rowid, text) VALUES (?, ?)",
-                (
-                    ((pk << _ORD_BITS) | position, _searchable("\n".join(message.texts)))
-                    for position, message in enumerate(transcript.messages[: 1 << _ORD_BITS])
-                ),
-            )
+            for path, size, mtime_ns, transcript in found:
+                self._put(conn, path, size, mtime_ns, transcript)
+
+    def _put(
+        self, conn: sqlite3.Connection, path: str, size: int, mtime_ns: int, transcript: Transcript | None
+    ) -> None:
+        self._forget(conn, [path])
+        values = (self.source, os.fsencode(path), size, mtime_ns)
+        if transcript is None:
+            conn.execute("INSERT INTO files (source, path, size, mtime_ns) VALUES (?, ?, ?, ?)", values)
+            return
+        cursor = conn.execute(
+            "INSERT INTO files (source, path, size, mtime_ns, agent_id, cwd, created_at, updated_at, title, "
+            "messages, skipped, oversized) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *values,
+                transcript.agent_id,
+                _blob(transcript.cwd),
+                transcript.created_at,
+                transcript.updated_at,
+                _blob(transcript.title),
+                len(transcript.messages),
+                transcript.skipped,
+                transcript.oversized,
+            ),
+        )
+        pk = cursor.lastrowid
+        assert pk is not None
+        conn.executemany(
+            "INSERT INTO texts (rowid, text) VALUES (?, ?)",
+            (
+                ((pk << _ORD_BITS) | position, _searchable("\n".join(message.texts)))
+                for position, message in enumerate(transcript.messages[: 1 << _ORD_BITS])
+            ),
+        )
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""

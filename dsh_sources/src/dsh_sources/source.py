@@ -13,6 +13,7 @@ import asyncio
 import os
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,8 +39,11 @@ from dsh_sources.transcript import Transcript, TranscriptFormat
 _INTERACTIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 """Hosts running the terminal UI: their sources index in the background."""
 
-_REFRESH_PUBLISH = 64
-"""A background build makes what it indexed visible every this many files."""
+_BATCH = 64
+"""A refresh writes what it read this many files at a time (and a background build shows it)."""
+
+RECHECK_SECONDS = 1.0
+"""A search trusts an index whose files were all checked less than this long ago (listings always check)."""
 
 
 class TranscriptSource:
@@ -56,6 +60,9 @@ class TranscriptSource:
         self._progress: tuple[int, int | None] | None = None
         self._built = False
         self._entries: dict[str, Entry] | None = None
+        self._names: dict[str, str] = {}
+        self._known: dict[str, tuple[int, int]] | None = None
+        self._checked = -float("inf")
         self._closed = threading.Event()
 
     # -- freshness ---------------------------------------------------------------------------
@@ -77,16 +84,21 @@ class TranscriptSource:
         done, total = progress
         if total is None:
             return None if self._built else progress
-        return progress if total > _REFRESH_PUBLISH and done < total else None
+        return progress if total > _BATCH and done < total else None
 
     def _building(self) -> bool:
         builder = self._builder
         return builder is not None and builder.is_alive()
 
-    def _fresh(self) -> None:
-        """Bring the index up to date (or, in the background, start doing so)."""
+    def _fresh(self, recheck: float = 0.0) -> None:
+        """Bring the index up to date (or, in the background, start doing so).
+
+        `recheck`: an index whose files were all checked less than this many seconds ago is
+        taken as it is (a burst of searches stats the files once).
+        """
         if not self._background:
-            self.refresh()
+            if time.monotonic() - self._checked >= recheck:
+                self.refresh()
         elif not self._building():
             self._progress = (0, None)
             self._builder = threading.Thread(target=self.refresh, name=f"dsh-sources-{self.name}", daemon=True)
@@ -95,6 +107,7 @@ class TranscriptSource:
     def refresh(self) -> None:
         """Read again every file whose size or mtime changed; forget the files that are gone."""
         with self._refresh_lock:
+            started = time.monotonic()
             listed: dict[str, tuple[int, int]] = {}
             for path in self.format.files():
                 try:
@@ -103,30 +116,37 @@ class TranscriptSource:
                     continue
                 if stat.S_ISREG(info.st_mode):
                     listed[path] = (info.st_size, info.st_mtime_ns)
-            known = self.index.known()
+            known = self._known if self._known is not None else self.index.known()
             gone = [path for path in known if path not in listed]
             stale = [path for path, signature in listed.items() if known.get(path) != signature]
             self.index.forget(gone)
+            for path in gone:
+                del known[path]
             if gone:
                 self._entries = None
             self._progress = (0, len(stale))
-            for done, path in enumerate(stale, 1):
+            for start in range(0, len(stale), _BATCH):
                 if self._closed.is_set():
                     return
-                self._index_file(path, listed[path])
-                self._progress = (done, len(stale))
-                if done % _REFRESH_PUBLISH == 0:
-                    self._entries = None
-            if stale:
+                found = [
+                    (path, *listed[path], transcript)
+                    for path in stale[start : start + _BATCH]
+                    for transcript in self._read(path)
+                ]
+                self.index.put(found)
+                known.update((path, (size, mtime)) for path, size, mtime, _ in found)
                 self._entries = None
+                self._progress = (min(start + _BATCH, len(stale)), len(stale))
+            self._known = known
+            self._checked = started
             self._built = True
 
-    def _index_file(self, path: str, signature: tuple[int, int]) -> None:
+    def _read(self, path: str) -> list[Transcript | None]:
+        """What reading `path` found (one item), or nothing when it cannot be read now (tried again next time)."""
         try:
-            transcript = self.format.read(path)
+            return [self.format.read(path)]
         except OSError:
-            return  # unreadable now: not recorded, so it is tried again next time
-        self.index.put(path, *signature, transcript)
+            return []
 
     def _sessions(self) -> dict[str, Entry]:
         """The indexed sessions by full id; one file per agent id (the latest active wins)."""
@@ -141,6 +161,10 @@ class TranscriptSource:
             entries = {
                 self._prefix + agent_id: entry._replace(title=titles.get(agent_id, entry.title))
                 for agent_id, entry in chosen.items()
+            }
+            # What a name match looks in, folded once: id, cwd and title, apart (NUL never is typed).
+            self._names = {
+                sid: "\0".join((sid, entry.cwd or "", entry.title or "")).lower() for sid, entry in entries.items()
             }
             self._entries = entries
         return entries
@@ -231,14 +255,19 @@ class TranscriptSource:
 
         With `score`, the body matches that make the list are scored again on its scale.
         """
-        self._fresh()
+        self._fresh(RECHECK_SECONDS)
         terms = SearchQuery(query)
         sessions = self._sessions()
+        names, needle = self._names, terms.needle
         rank = terms.rank_key
+        if "\0" in needle:
+            named = [sid for sid, e in sessions.items() if terms.matches_name(sid, e.cwd, e.title)]
+        else:
+            named = [sid for sid, folded in names.items() if needle in folded]
         rows = [
-            CandidateRow(sid, e.created_at, e.cwd, e.title, None, 0.0)
-            for sid, e in sessions.items()
-            if sid != target_id and terms.matches_name(sid, e.cwd, e.title)
+            CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, None, 0.0)
+            for sid in named
+            if sid != target_id
         ]
         best: dict[str, tuple[int, float]] = {}
         if terms.needle and terms.words:
