@@ -88,12 +88,12 @@ class _Node:
         "visible",
     )
 
-    def __init__(self, uuid: str, record: dict[str, Any], index: int, time: int) -> None:
+    def __init__(self, uuid: str, record: dict[str, Any], index: int) -> None:
         self.uuid = uuid
         parent = record.get("parentUuid")
         self.parent = parent if isinstance(parent, str) else None
         self.index = index
-        self.time = time
+        self.time = 0
         kind = record.get("type")
         self.visible = kind in ("user", "assistant")
         self.main = self.visible and not (record.get("isSidechain") or record.get("teamName") or record.get("isMeta"))
@@ -200,19 +200,21 @@ def read_transcript(path: str) -> Transcript | None:
     stem = Path(path).stem
     nodes: dict[str, _Node] = {}
     cwd: str | None = None
-    created = updated = None
     custom = ai = summary = None
+    moment = 0
     first_prompt: str | None = None
+    first_time: Any = None
+    last_time: Any = None
     with open(path, "rb") as file:
         lines = JsonLines(file)
         for index, record in enumerate(lines):
-            time = iso_ms(record.get("timestamp"))
-            if time is not None:
-                created = time if created is None else min(created, time)
-                updated = time if updated is None else max(updated, time)
-            if isinstance(record.get("customTitle"), str) and record["customTitle"].strip():
+            stamp = record.get("timestamp")
+            if stamp is not None:
+                first_time = stamp if first_time is None else first_time
+                last_time = stamp
+            if "customTitle" in record and isinstance(record["customTitle"], str) and record["customTitle"].strip():
                 custom = record["customTitle"]
-            if isinstance(record.get("aiTitle"), str) and record["aiTitle"].strip():
+            if "aiTitle" in record and isinstance(record["aiTitle"], str) and record["aiTitle"].strip():
                 ai = record["aiTitle"]
             kind = record.get("type")
             if kind == "summary" and isinstance(record.get("summary"), str) and record["summary"].strip():
@@ -222,16 +224,23 @@ def read_transcript(path: str) -> Transcript | None:
                 continue
             if cwd is None and not record.get("isSidechain"):
                 cwd = absolute_cwd(record.get("cwd"))
-            node = _Node(uuid, record, index, time if time is not None else (updated or 0))
+            node = _Node(uuid, record, index)
+            if node.role is not None:  # only what is shown needs its time
+                time = iso_ms(stamp)
+                if time is not None:
+                    node.time = moment = time
+                else:
+                    node.time = moment
             nodes[uuid] = node
             if first_prompt is None and node.role == "user" and not node.checkpoint and node.main:
                 first_prompt = "\n".join(node.texts)
+    created, updated = iso_ms(first_time), iso_ms(last_time)
     leaf = _leaf(nodes)
     if leaf is None:
         return None  # no conversation: a metadata-only file is no session
     messages = _messages(_chain(nodes, leaf))
     title = custom or ai or summary or (prompt_title(first_prompt) if first_prompt else None)
-    created_at = created if created is not None else 0
+    created_at = created if created is not None else (updated or 0)
     return Transcript(
         agent_id=stem,
         cwd=cwd,

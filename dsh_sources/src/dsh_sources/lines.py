@@ -16,7 +16,7 @@ from typing import IO, Any
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _DRAIN_BYTES = 1024 * 1024
 
-_loads = json.loads
+_decode = json.JSONDecoder().decode
 
 
 class JsonLines:
@@ -44,7 +44,7 @@ class JsonLines:
                 self.oversized += 1
                 continue
             try:
-                record = _loads(line)
+                record = _decode(line.decode("utf-8", "surrogatepass"))
             except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
                 if line.strip():
                     self.skipped += 1
