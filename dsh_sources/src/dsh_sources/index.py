@@ -29,6 +29,10 @@ _ORD_BITS = 20
 _BUSY_MS = 10_000
 _PROGRESS_STEPS = 2_000
 _TEXT_BATCH = 500
+# The best-ranked message of each file: SQLite gives a bare column the row its min() came from.
+_BEST_PER_FILE = (
+    f"SELECT rowid, min(rank) FROM (SELECT rowid, rank FROM texts WHERE texts MATCH ?) GROUP BY rowid >> {_ORD_BITS}"
+)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS files (
@@ -212,12 +216,12 @@ class SourceIndex:
         return [(os.fsdecode(path), agent, skipped, over) for path, agent, skipped, over in rows]
 
     def body_matches(self, match: str, cancel: threading.Event | None) -> Iterator[tuple[int, int, float]]:
-        """(file pk, text rowid, BM25 rank) of every indexed message matching `match`, best first."""
+        """(file pk, text rowid, BM25 rank) of the best message matching `match` of each file."""
         conn = self._connection()
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = conn.execute("SELECT rowid, rank FROM texts WHERE texts MATCH ? ORDER BY rank", (match,)).fetchall()
+            rows = conn.execute(_BEST_PER_FILE, (match,)).fetchall()
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None

@@ -15,7 +15,9 @@ import stat
 import threading
 import time
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from dsh_host import (
@@ -60,7 +62,8 @@ class TranscriptSource:
         self._progress: tuple[int, int | None] | None = None
         self._built = False
         self._entries: dict[str, Entry] | None = None
-        self._names: dict[str, str] = {}
+        self._names: _Names | None = None
+        self._by_pk: dict[int, str] = {}
         self._known: dict[str, tuple[int, int]] | None = None
         self._checked = -float("inf")
         self._closed = threading.Event()
@@ -162,10 +165,8 @@ class TranscriptSource:
                 self._prefix + agent_id: entry._replace(title=titles.get(agent_id, entry.title))
                 for agent_id, entry in chosen.items()
             }
-            # What a name match looks in, folded once: id, cwd and title, apart (NUL never is typed).
-            self._names = {
-                sid: "\0".join((sid, entry.cwd or "", entry.title or "")).lower() for sid, entry in entries.items()
-            }
+            self._names = _Names(entries)
+            self._by_pk = {entry.pk: sid for sid, entry in entries.items()}
             self._entries = entries
         return entries
 
@@ -260,10 +261,10 @@ class TranscriptSource:
         sessions = self._sessions()
         names, needle = self._names, terms.needle
         rank = terms.rank_key
-        if "\0" in needle:
+        if names is None or "\0" in needle:
             named = [sid for sid, e in sessions.items() if terms.matches_name(sid, e.cwd, e.title)]
         else:
-            named = [sid for sid, folded in names.items() if needle in folded]
+            named = names.matching(needle)
         rows = [
             CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, None, 0.0)
             for sid in named
@@ -271,12 +272,13 @@ class TranscriptSource:
         ]
         best: dict[str, tuple[int, float]] = {}
         if terms.needle and terms.words:
-            named = {row.id for row in rows}
-            by_pk = {e.pk: sid for sid, e in sessions.items() if sid not in named and sid != target_id}
+            skip = {row.id for row in rows}
+            skip.add(target_id)
+            by_pk = self._by_pk
             match = " ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
             for pk, rowid, relevance in self.index.body_matches(match, cancel):
                 sid = by_pk.get(pk)
-                if sid is not None and sid not in best:
+                if sid is not None and sid not in skip:
                     best[sid] = (rowid, relevance)
         body = [
             CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, "", relevance)
@@ -303,6 +305,37 @@ class TranscriptSource:
         if builder is not None and builder is not threading.current_thread():
             builder.join()
         self.index.close()
+
+
+class _Names:
+    """What name matches look in: every session's id, cwd and title, folded, in one text.
+
+    A needle is searched once in the whole text (a C loop), not once per session; each match is
+    mapped back to its session. The fields are joined by NUL, sessions by newline: a needle
+    holding neither cannot match across two of them.
+    """
+
+    def __init__(self, entries: dict[str, Entry]) -> None:
+        self._ids = list(entries)
+        folded = ["\0".join((sid, e.cwd or "", e.title or "")).lower().replace("\n", " ") for sid, e in entries.items()]
+        self._starts = list(accumulate((len(text) + 1 for text in folded[:-1]), initial=0))
+        self._text = "\n".join(folded)
+
+    def matching(self, needle: str) -> list[str]:
+        """The ids whose folded id, cwd or title holds `needle` (every id for an empty one)."""
+        if not needle:
+            return list(self._ids)
+        if "\n" in needle:
+            return []
+        out: list[str] = []
+        text, starts, find = self._text, self._starts, self._text.find
+        at = find(needle)
+        while at >= 0:
+            index = bisect_right(starts, at) - 1
+            out.append(self._ids[index])
+            end = starts[index + 1] if index + 1 < len(starts) else len(text)
+            at = find(needle, end)
+        return out
 
 
 FormatFactory = Callable[[dict[str, Any]], TranscriptFormat]
