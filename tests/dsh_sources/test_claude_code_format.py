@@ -122,7 +122,8 @@ def test_bad_lines_are_skipped_and_counted(tmp_path):
     t.reply(("text", "a"))
     killed = ClaudeTranscript(session_id=t.session_id)
     killed.user("killed mid-write")
-    path = t.write(tmp_path, cut_last=True, extra=["not json at all\n", "[1, 2]\n", "\n", *killed.lines()])
+    odd = '{"type": ["user"], "uuid": "u-odd", "message": {"role": "user", "content": "typed as a list"}}\n'
+    path = t.write(tmp_path, cut_last=True, extra=["not json at all\n", "[1, 2]\n", "\n", odd, *killed.lines()])
     transcript = read_transcript(str(path))
     assert transcript is not None
     assert [(m.role, m.texts) for m in transcript.messages] == [("user", ("q",)), ("assistant", ("a",))]

@@ -1,8 +1,9 @@
 """Mutated transcripts (dropped, duplicated, swapped, cut lines; retyped fields) never break a read.
 
 For every mutation: no exception, nothing written to the agent's file, and nothing shown that the
-file does not hold. On a transcript whose history nothing rewrites (no rewind in Claude Code; no
-compaction or rollback in Codex, where losing that record brings back what it removed) and for
+file does not hold. On a transcript whose history nothing rewrites (no rewind or compaction in
+Claude Code, no compaction or rollback in Codex: losing such a record brings back what it
+replaced) and for
 mutations that cannot reorder it (all but swaps), the surface is the same or smaller: every
 message block shown was shown before.
 """
@@ -21,6 +22,8 @@ from tests.dsh_sources.builders import ClaudeTranscript, CodexRollout
 
 WORDS = st.text(alphabet="abcdefgh ", min_size=1, max_size=12).filter(str.strip)
 RETYPED = st.sampled_from([None, 0, 1, True, "", "x", [], {}, [1], {"a": 1}])
+HIDING = frozenset({"isMeta", "isSidechain", "isApiErrorMessage", "teamName"})
+"""Flags that hide a record: retyping one to a falsy value shows what the agent hid (a different file)."""
 
 
 @st.composite
@@ -28,7 +31,9 @@ def claude_lines(draw, *, branches: bool) -> list[str]:
     t = ClaudeTranscript()
     marks: list[str] = []
     for _ in range(draw(st.integers(1, 6))):
-        step = draw(st.sampled_from(["turn", "tools", "compact", "meta", "rewind" if branches else "turn", "title"]))
+        # Rewinds and compactions start a new chain: losing its records brings an older chain back.
+        rewrites = ["compact", "rewind"] if branches else []
+        step = draw(st.sampled_from(["turn", "tools", "meta", "title", *rewrites]))
         if step == "turn":
             t.user(draw(WORDS))
             marks += t.reply(("thinking", "t"), ("text", draw(WORDS)), ("text", draw(WORDS)))
@@ -74,17 +79,19 @@ def codex_lines(draw, *, branches: bool) -> list[str]:
 
 
 def retype(line: str, draw) -> str:
-    """The line with one field (at the top or one level down) given a value of another type."""
+    """The line with one field (at the top or one level down, not a hiding flag) given a value of another type."""
     try:
         record = json.loads(line)
     except ValueError:
         return line
-    if not isinstance(record, dict) or not record:
+    keys = sorted(set(record) - HIDING) if isinstance(record, dict) else []
+    if not keys:
         return line
-    key = draw(st.sampled_from(sorted(record)))
+    key = draw(st.sampled_from(keys))
     inner = record[key]
-    if isinstance(inner, dict) and inner and draw(st.booleans()):
-        inner[draw(st.sampled_from(sorted(inner)))] = draw(RETYPED)
+    inner_keys = sorted(set(inner) - HIDING) if isinstance(inner, dict) else []
+    if inner_keys and draw(st.booleans()):
+        inner[draw(st.sampled_from(inner_keys))] = draw(RETYPED)
     else:
         record[key] = draw(RETYPED)
     return json.dumps(record) + "\n"

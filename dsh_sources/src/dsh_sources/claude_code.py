@@ -220,7 +220,7 @@ def read_transcript(path: str) -> Transcript | None:
             if kind == "summary" and isinstance(record.get("summary"), str) and record["summary"].strip():
                 summary = record["summary"]
             uuid = record.get("uuid")
-            if kind not in _CHAIN_TYPES or not isinstance(uuid, str):
+            if not isinstance(uuid, str) or type(kind) is not str or kind not in _CHAIN_TYPES:
                 continue
             if cwd is None and not record.get("isSidechain"):
                 cwd = absolute_cwd(record.get("cwd"))
@@ -286,16 +286,10 @@ class ClaudeCodeFormat:
         return {}
 
 
-def base_dir(table: dict[str, Any]) -> Path:
-    """Where Claude Code keeps its data: `dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
-    configured = table.get("dir") or os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
-
-
 @hookimpl
 def dsh_register_session_sources(register):
     """Serve Claude Code's transcripts as the read-only source `claude-code`."""
-    register_source(register, NAME, lambda table: ClaudeCodeFormat(base_dir(table)))
+    register_source(register, NAME, ClaudeCodeFormat, home=("CLAUDE_CONFIG_DIR", ".claude"))
 
 
 @hookimpl

@@ -260,16 +260,10 @@ class CodexFormat:
         return names
 
 
-def base_dir(table: dict[str, Any]) -> Path:
-    """Where Codex keeps its data: `dir`, else `$CODEX_HOME`, else `~/.codex`."""
-    configured = table.get("dir") or os.environ.get("CODEX_HOME")
-    return Path(configured).expanduser() if configured else Path.home() / ".codex"
-
-
 @hookimpl
 def dsh_register_session_sources(register):
     """Serve Codex CLI's rollouts as the read-only source `codex`."""
-    register_source(register, NAME, lambda table: CodexFormat(base_dir(table)))
+    register_source(register, NAME, CodexFormat, home=("CODEX_HOME", ".codex"))
 
 
 @hookimpl

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dsh_host import SearchCancelled
+from dsh_host import SearchCancelled, has_surrogate
 from dsh_sources.transcript import Transcript
 
 INDEX_FILE = "sources.sqlite3"
@@ -245,15 +245,7 @@ class SourceIndex:
 
 
 def _searchable(text: str) -> str | bytes:
-    return text if text.isascii() else _blob(text) if _has_surrogate(text) else text
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return text if text.isascii() or not has_surrogate(text) else _blob(text)
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:

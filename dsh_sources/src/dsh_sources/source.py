@@ -18,6 +18,7 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from pathlib import Path
 from typing import Any
 
 from dsh_host import (
@@ -338,21 +339,26 @@ class _Names:
         return out
 
 
-FormatFactory = Callable[[dict[str, Any]], TranscriptFormat]
+FormatFactory = Callable[[Path], TranscriptFormat]
 
 
-def register_source(register: Callable[..., None], name: str, make_format: FormatFactory) -> None:
-    """Register `name` as a source of `make_format(table)`'s files, indexed in the host's data dir.
+def register_source(
+    register: Callable[..., None], name: str, make_format: FormatFactory, home: tuple[str, str]
+) -> None:
+    """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
-    `[sources.<name>]` takes one key, `dir`: the agent's data folder (in place of its default).
+    The agent's data folder is `[sources.<name>] dir` (the table's one key), else the
+    environment variable `home[0]`, else `~/<home[1]>`.
     """
     table_name = f"sources.{name}"
+    variable, default = home
 
     def open_source(host: Any, table: dict[str, Any]) -> TranscriptSource:
         reject_unknown(table_name, table, ("dir",))
-        read_str(table_name, table, "dir", None)
+        configured = read_str(table_name, table, "dir", None) or os.environ.get(variable)
+        folder = Path(configured).expanduser() if configured else Path.home() / default
         index = SourceIndex(host.data_dir / INDEX_FILE, name)
-        return TranscriptSource(name, make_format(table), index, background=host in _INTERACTIVE)
+        return TranscriptSource(name, make_format(folder), index, background=host in _INTERACTIVE)
 
     register(name, open_source)
 
