@@ -81,8 +81,12 @@ class SessionQuery:
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session of the store and the sources, newest first (ties by id, code-point order); reads no log."""
         sources = self._sources()
+
+        def list_source(name: str) -> list[SessionRow]:
+            return sources.get(name).list_sessions()
+
         listings = [asyncio.to_thread(lambda: self._store().list_sessions())]
-        listings += [asyncio.to_thread(lambda name=name: sources.get(name).list_sessions()) for name in sources.names]
+        listings += [asyncio.to_thread(list_source, name) for name in sources.names]
         rows, *by_source = await asyncio.gather(*listings)
         records = self._stored_records(rows)
         if not by_source:
@@ -254,7 +258,7 @@ def _no_sources() -> SessionSources:
     return _NO_SOURCES
 
 
-_NO_SOURCES = SessionSources(None, {}, dict)
+_NO_SOURCES = SessionSources(None, {}, lambda name: {})
 
 
 def live_surface(session: Session) -> SurfaceSnapshot:

@@ -97,7 +97,8 @@ def _checkpoint(text: str, time: int) -> _Item:
 
 def _compacted(payload: dict[str, Any], history: list[_Item], time: int, model: str) -> list[_Item]:
     """The history after a `compacted` record."""
-    summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+    message = payload.get("message")
+    summary = message if isinstance(message, str) else ""
     replacement = payload.get("replacement_history")
     if not isinstance(replacement, list):
         kept, budget = [], KEPT_PROMPT_BYTES
@@ -129,9 +130,9 @@ def _compacted(payload: dict[str, Any], history: list[_Item], time: int, model: 
                 out.append(_checkpoint(summary if summary.strip() else joined, time))
                 placed = True
                 continue
-        item = _message(entry, time, model)
-        if item is not None:
-            out.append(item)
+        said = _message(entry, time, model)
+        if said is not None:
+            out.append(said)
     if not placed:
         readable = summary.strip() and not encrypted
         out.append(_checkpoint(summary if readable else UNREADABLE_SUMMARY, time))

@@ -245,7 +245,7 @@ class SourceIndex:
 
 
 def _searchable(text: str) -> str | bytes:
-    return text if text.isascii() or not has_surrogate(text) else _blob(text)
+    return text if text.isascii() or not has_surrogate(text) else text.encode("utf-8", "surrogatepass")
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:

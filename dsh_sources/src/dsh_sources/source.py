@@ -274,7 +274,8 @@ class TranscriptSource:
         best: dict[str, tuple[int, float]] = {}
         if terms.needle and terms.words:
             skip = {row.id for row in rows}
-            skip.add(target_id)
+            if target_id is not None:
+                skip.add(target_id)
             by_pk = self._by_pk
             match = " ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
             for pk, rowid, relevance in self.index.body_matches(match, cancel):

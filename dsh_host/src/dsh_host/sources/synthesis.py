@@ -52,7 +52,7 @@ class SourceConversation:
 
     def _event_data(self) -> list[tuple[str, int, dict[str, Any]]]:
         """(type, time, data) of each message: turns count the prompts, steps the replies within one."""
-        out = []
+        out: list[tuple[str, int, dict[str, Any]]] = []
         turn, step = 0, 0
         for message in self.messages:
             content = [{"type": "text", "text": text} for text in message.texts]
