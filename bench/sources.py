@@ -14,6 +14,9 @@ tool output, as in real ones.
 - `sources_candidates_5k_cold`: the same search on a first run (empty index: every file is
   read, projected and indexed) against reading every file once and `json.loads`-ing every line
   (report).
+- `sources_freshness_check_5k`: a full freshness check of the warm index (every file listed
+  and stat-ed, none changed), which a listing always does and a search does when the last one is
+  over a second old, against a bare `os.stat` of each file (report).
 - `sources_read_50mb_peak_rss`: peak resident memory of a process that imports the source and
   reads the 50 MB transcript's surface, against one that only imports it (report, MB).
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -212,6 +216,11 @@ def figures(tmp: Path) -> Iterator[Figure]:
 
     assert len(cold_rows) == 50
     warm_time, store_time = interleaved(warm, store, rounds=3, repeat=3)
+    source = cold_host.sources.get("claude-code")
+    check, stats = interleaved(source.refresh, lambda: [os.stat(path) for path in paths], rounds=3, repeat=3)
+    yield Figure(
+        "sources_freshness_check_5k", check, stats, note=f"re-checking {FILES_5K} unchanged files vs stat-ing them"
+    )
     yield Figure(
         "sources_candidates_5k_warm",
         warm_time,
