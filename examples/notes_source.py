@@ -7,21 +7,14 @@ Mount it in code (`Host.start(config, plugins={"notes": NotesPlugin()})`) with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from dsh_host import (
-    CandidateRow,
-    SearchQuery,
-    SessionHeader,
-    SessionNotFound,
-    SessionRow,
-    SourceConversation,
-    SourceMessage,
-    hookimpl,
-    read_str,
-    reject_unknown,
-)
+from dsh_host import CandidateRow, Host, SessionHeader, SessionNotFound, SessionRow, hookimpl
+from dsh_host.hookspecs import SourceFactory
+from dsh_host.settings import read_str, reject_unknown
+from dsh_host.sources import SearchQuery, SourceConversation, SourceMessage
 
 
 class NotesSource:
@@ -113,8 +106,8 @@ class NotesPlugin:
     """Registers the `notes` source; `[sources.notes] dir` names the folder."""
 
     @hookimpl
-    def dsh_register_session_sources(self, register):
-        def open_notes(host, table):
+    def dsh_register_session_sources(self, register: Callable[[str, SourceFactory], None]) -> None:
+        def open_notes(host: Host, table: dict[str, Any]) -> NotesSource:
             reject_unknown("sources.notes", table, ("dir",))
             return NotesSource(Path(read_str("sources.notes", table, "dir", str(host.data_dir / "notes"))))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh_compact.invariant import check_compactions
-from dsh_host import check_log
+from dsh_host.log import check_log
 from dsh_host.store.sqlite import SqliteSessionStore, StoreError
 
 STORE_NAME = "sessions.sqlite3"

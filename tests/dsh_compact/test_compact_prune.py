@@ -15,8 +15,8 @@ from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig, ToolResultPruner, measure_content, prune_content
 from dsh_compact.service import CompactionService
-from dsh_host import check_log
 from dsh_host.errors import ConfigError
+from dsh_host.log import check_log
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.session import Session
 from tests.dsh_compact.test_compact_agent_loop import ScriptedModels, converse

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Allow
+from dsh_host import Allow, hookimpl
 from dsh_host.models.scripted import HANG, text_response, tool_call_response
 from tests.dsh_host.agent_harness import ProbeTool, agent_harness, plugin, request_texts, text
 

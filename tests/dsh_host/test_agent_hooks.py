@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent, Continue, Stop
+from dsh_host import Agent, Continue, Stop, hookimpl
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import max_tokens_response, text_response, tool_call_response
 from dsh_host.session.frozen import thaw

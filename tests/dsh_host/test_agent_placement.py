@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dsh_host import hookimpl
-from dsh_host.agent import Allow, Block
+from dsh_host import Allow, Block, hookimpl
 from dsh_host.asyncs import resolve
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.events import PROMPT_DELIMITER

@@ -20,12 +20,12 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_host import escape_lone_surrogates, join_surrogate_pairs
 from dsh_host.cli.main import build_cli
 from dsh_host.host import Host
+from dsh_host.terminal_text import display_inline_text
 from dsh_host.testing import HostFactory
 from dsh_host.testing import LogBuilder as L
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.text import escape_lone_surrogates, join_surrogate_pairs
 from dsh_session_reference import format_mention, parse_text
 
 # Characters that broke, or could break, an output path, made likely; then anything at all.

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import LogInvariant, Violation, check_log
+from dsh_host.log import LogInvariant, Violation, check_log
 from dsh_host.session.events import Event, SessionHeader, event_from_json
 from dsh_host.session.jsonl import read_log_file
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host import ConfigError, SessionNotFound, SourceReadOnly, hookimpl
+from dsh_host import ConfigError, SessionNotFound, hookimpl
+from dsh_host.sources import SourceReadOnly
 from dsh_host.sources.ranking import by_position, merge_candidates
 from dsh_host.sources.registry import source_factories
 from dsh_host.store.base import CandidateRow

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import BodyTextScoring, SqliteSessionStore
+from dsh_host import SqliteSessionStore
+from dsh_host.sources import BodyTextScoring
 from dsh_host.testing import LogBuilder as L
 
 pytestmark = pytest.mark.foreign_logs

@@ -13,7 +13,6 @@ import pytest
 
 import dsh_host
 from dsh_host import (
-    DROPPED,
     ComposeError,
     Composition,
     Config,
@@ -26,6 +25,8 @@ from dsh_host import (
     ToolResult,
     hookimpl,
 )
+from dsh_host.agent.tickets import DROPPED
+from dsh_host.log import Violation, check_log
 
 
 def config(tmp_path: Path, **host: Any) -> Config:
@@ -375,7 +376,7 @@ class NoShouting:
         def no_capitals(header, events):
             for event in events:
                 if event.type == "user/message" and event.data["content"][0]["text"].isupper():
-                    yield dsh_host.Violation(event.seq, "no-shouting", "a user message is all capitals")
+                    yield Violation(event.seq, "no-shouting", "a user message is all capitals")
 
         return [no_capitals]
 
@@ -386,5 +387,5 @@ async def test_a_plugin_adds_log_rules_through_dsh_log_invariants(tmp_path):
         await agent.submit("HELLO")
         await agent.close()
         rules = [rule for contributed in host.hook.dsh_log_invariants() for rule in contributed]
-        found = dsh_host.check_log(agent.session.header, agent.session.events, rules)
+        found = check_log(agent.session.header, agent.session.events, rules)
     assert [(v.rule, v.message) for v in found] == [("no-shouting", "a user message is all capitals")]

@@ -14,7 +14,7 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from dsh_host.jstext import iso_utc
+from dsh_host.text import iso_utc
 from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import RegisteredSource

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import join_surrogate_pairs
+from dsh_host.text import join_surrogate_pairs
 from dsh_session_reference import SCHEME, ErrorCode, SessionReferenceError, decode_uri, encode_uri
 from dsh_session_reference.errors import render_error_chain
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsh_host.agent import Agent
+from dsh_host import Agent
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, text_response
 from dsh_session_reference import format_mention

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host import MentionCompletion, SessionNotFound
-from dsh_host.tui.file_search import AtToken
+from dsh_host import SessionNotFound
+from dsh_host.ui import AtToken, MentionCompletion
 from dsh_sources.claude_code import ClaudeCodeFormat
 from dsh_sources.index import SourceIndex
 from dsh_sources.lines import MAX_LINE_BYTES, JsonLines

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from dsh_host.agent import Agent, rebuild_request, request_json
+from dsh_host import Agent
 from dsh_host.host import Host
+from dsh_host.log import rebuild_request, request_json
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, text_response
 from dsh_host.session.session import Session

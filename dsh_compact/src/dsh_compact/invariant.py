@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import Violation, js_string
+from dsh_host.log import Violation
+from dsh_host.text import js_string
 
 RULE = "compact"
 _MAX_SAFE_INTEGER = 2**53 - 1

@@ -29,7 +29,7 @@ from dsh_host.store.base import SessionStore
 from dsh_host.store.registry import open_store
 
 if TYPE_CHECKING:
-    from dsh_host.agent import Agent
+    from dsh_host.agent.agent import Agent
 
 HOST_PLUGIN = "dsh-host"
 BUILTIN_PLUGINS = ("dsh_host.builtins",)
@@ -143,7 +143,7 @@ class Host:
         `provider[:model]` spec (default `[host] model`). Close the agent with `await
         agent.close()`.
         """
-        from dsh_host.agent import Agent
+        from dsh_host.agent.agent import Agent
 
         resolved = self.models.resolve(model)
         if session_id is None:

@@ -48,6 +48,8 @@ class SessionRecord(NamedTuple):
 
 @dataclass(frozen=True)
 class TitleSnapshot:
+    """A session's latest title: its text, the seq of its `session/title` event, and when it was set."""
+
     title: str
     event_seq: int
     updated_at: int

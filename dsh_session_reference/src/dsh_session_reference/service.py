@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import ignore_outcome
+from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dsh_host import MentionCompletion, display_inline_text, display_text, iso_utc, transcript_card
+from dsh_host import display_inline_text, display_text
+from dsh_host.text import iso_utc
+from dsh_host.ui import MentionCompletion, card
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.mentions import format_mention
 
@@ -40,8 +42,8 @@ def reference_card(meta: Any) -> str | None:
 
 def render_reference(meta: Mapping[str, Any]) -> Any:
     """The card of a reference context as a transcript item, or None for an invalid meta."""
-    card = reference_card(meta)
-    return transcript_card(card) if card is not None else None
+    text = reference_card(meta)
+    return card(text) if text is not None else None
 
 
 class SessionCompletions:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
-from dsh_host import SourceMessage, hookimpl
+from dsh_host import Host, hookimpl
+from dsh_host.hookspecs import RegisterCompletion, SourceFactory
+from dsh_host.sources import SourceMessage
 from dsh_sources.lines import JsonLines
 from dsh_sources.source import register_source
 from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
@@ -287,13 +289,13 @@ class ClaudeCodeFormat:
 
 
 @hookimpl
-def dsh_register_session_sources(register):
+def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     """Serve Claude Code's transcripts as the read-only source `claude-code`."""
     register_source(register, NAME, ClaudeCodeFormat, home=("CLAUDE_CONFIG_DIR", ".claude"))
 
 
 @hookimpl
-def dsh_register_completions(host, register):
+def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
     """Say in the `@` menu while the source's index is still being built."""
     from dsh_sources.source import IndexingNotice
 

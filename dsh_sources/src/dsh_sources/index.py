@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dsh_host import SearchCancelled, has_surrogate
+from dsh_host import SearchCancelled
+from dsh_host.text import has_surrogate
 from dsh_sources.transcript import Transcript
 
 INDEX_FILE = "sources.sqlite3"

@@ -1,4 +1,4 @@
-"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
+"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.sources.SessionSource`.
 
 Listing and search answer from the freshness index (`index.SourceIndex`), refreshed first: the
 files are listed and stat-ed, and only those whose size or mtime changed are read again. A read
@@ -21,21 +21,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from dsh_host import (
-    BodyScorer,
-    CandidateRow,
-    MentionCompletion,
-    SearchQuery,
-    SessionHeader,
-    SessionNotFound,
-    SessionRow,
-    SourceConversation,
-    SourceFileReport,
-    StoredTitle,
-    display_inline_text,
-    read_str,
-    reject_unknown,
-)
+from dsh_host import CandidateRow, SessionHeader, SessionNotFound, SessionRow, StoredTitle, display_inline_text
+from dsh_host.settings import read_str, reject_unknown
+from dsh_host.sources import BodyScorer, SearchQuery, SourceConversation, SourceFileReport
 from dsh_sources.index import INDEX_FILE, Entry, SourceIndex
 from dsh_sources.transcript import Transcript, TranscriptFormat
 
@@ -376,7 +364,7 @@ class IndexingNotice:
         self._name = name
         _INTERACTIVE.add(host)
 
-    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[MentionCompletion]:
+    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[Any]:
         sources = self._host.sources
         if token.quoted or self._name not in sources.names:
             return []
@@ -387,6 +375,8 @@ class IndexingNotice:
         progress = source.indexing()
         if progress is None:
             return []
+        from dsh_host.ui import MentionCompletion  # the terminal UI's type: only the UI asks
+
         done, total = progress
         read = "listing files" if total is None else f"{done} of {total} files read"
         return [

@@ -1,7 +1,7 @@
 """What a source reads out of one of the agent's files, and what each agent's format provides.
 
 `Transcript` is a session file projected to dsh's surface: the messages of its current
-conversation (`dsh_host.SourceMessage`) and the facts a listing shows. Each agent's module
+conversation (`dsh_host.sources.SourceMessage`) and the facts a listing shows. Each agent's module
 implements `TranscriptFormat` (where its files are, how one is read); `source.TranscriptSource`
 serves either through the same index.
 """
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from dsh_host import SourceMessage, shorten_text
+from dsh_host.sources import SourceMessage
+from dsh_host.text import shorten_text
 
 TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""

@@ -15,7 +15,6 @@ import click
 
 from dsh_host.errors import ConfigError, DshError
 from dsh_host.host import Host
-from dsh_host.jstext import iso_utc
 from dsh_host.query import record_json
 from dsh_host.session.check import Violation, check_log
 from dsh_host.session.events import SessionHeader
@@ -23,7 +22,8 @@ from dsh_host.session.jsonl import InvalidLog, ParsedLog, export_lines, read_log
 from dsh_host.session.registry import new_session_id
 from dsh_host.sources.base import SourceFileReport
 from dsh_host.store.base import SessionNotFound, StoreError
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.text import iso_utc
 
 
 class ImportFailed(DshError):

@@ -13,7 +13,7 @@ import click
 from dsh_host.errors import DshError
 from dsh_host.store.base import SessionNotFound
 from dsh_host.store.postgres_loader import STORE, postgres_module
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.terminal_text import display_inline_text
 
 
 @click.group("store")

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host.jstext import js_string
 from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader
-from dsh_host.session.surface import Surface, SurfaceError, plan
+from dsh_host.session.surface import Surface, SurfaceError, plan_transition
+from dsh_host.text import js_string
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 
@@ -83,7 +83,7 @@ def check_surface(header: SessionHeader, events: Sequence[Event]) -> Iterator[Vi
         if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
             continue  # a plain log-only event (most of a log): nothing to fold
         try:
-            transition = plan(event, surface.nodes, folded.__getitem__)
+            transition = plan_transition(event, surface.nodes, folded.__getitem__)
         except SurfaceError as exc:
             yield Violation(event.seq, "surface", str(exc))
             continue
