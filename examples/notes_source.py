@@ -7,14 +7,26 @@ Mount it in code (`Host.start(config, plugins={"notes": NotesPlugin()})`) with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_host import CandidateRow, Host, SessionHeader, SessionNotFound, SessionRow, hookimpl
+from dsh_host import (
+    CandidateRow,
+    Event,
+    Host,
+    SessionHeader,
+    SessionNotFound,
+    SessionRow,
+    StoredTitle,
+    SurfaceSnapshot,
+    SurfaceTexts,
+    hookimpl,
+)
 from dsh_host.hookspecs import SourceFactory
 from dsh_host.settings import read_str, reject_unknown
-from dsh_host.sources import SearchQuery, SourceConversation, SourceMessage
+from dsh_host.sources import BodyScorer, SearchQuery, SourceConversation, SourceFileReport, SourceMessage
 
 
 class NotesSource:
@@ -55,29 +67,38 @@ class NotesSource:
             return False
         return True
 
-    def read_header(self, session_id):
+    def read_header(self, session_id: str) -> SessionHeader:
         return self._conversation(session_id).header
 
-    def read_title(self, session_id):
+    def read_title(self, session_id: str) -> StoredTitle | None:
         return None  # a listing shows the first line; a note keeps no title of its own
 
-    def read_surface(self, session_id):
+    def read_surface(self, session_id: str) -> SurfaceSnapshot:
         return self._conversation(session_id).surface()
 
-    def read_surface_texts(self, session_ids: Sequence[str]):
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         return [self._conversation(session_id).texts() for session_id in session_ids]
 
-    def read_lines(self, session_id):
+    def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         conversation = self._conversation(session_id)
         return conversation.header, conversation.lines()
 
-    def read_events(self, session_id):
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         conversation = self._conversation(session_id)
         return conversation.header, conversation.events()
 
-    def search_candidates(self, query, *, target_id, target_cwd, limit, cancel=None, score=None):
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+        score: BodyScorer | None = None,
+    ) -> list[CandidateRow]:
         terms = SearchQuery(query)
-        rows = []
+        rows: list[CandidateRow] = []
         for conversation in self._all():
             header, text = conversation.header, conversation.messages[0].texts[0]
             title = _title(conversation)
@@ -91,7 +112,7 @@ class NotesSource:
                 rows.append(CandidateRow(header.id, header.created_at, header.cwd, title, snippet, relevance))
         return sorted(rows, key=lambda row: terms.rank_key(row, target_cwd))[:limit]
 
-    def check(self, session_id=None):
+    def check(self, session_id: str | None = None) -> list[SourceFileReport]:
         return []  # every note is read whole: no line is ever skipped
 
     def close(self) -> None:
@@ -109,6 +130,6 @@ class NotesPlugin:
     def dsh_register_session_sources(self, register: Callable[[str, SourceFactory], None]) -> None:
         def open_notes(host: Host, table: dict[str, Any]) -> NotesSource:
             reject_unknown("sources.notes", table, ("dir",))
-            return NotesSource(Path(read_str("sources.notes", table, "dir", str(host.data_dir / "notes"))))
+            return NotesSource(Path(read_str("sources.notes", table, "dir", None) or host.data_dir / "notes"))
 
         register("notes", open_notes)
