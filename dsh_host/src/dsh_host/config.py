@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "plugins": {},
     "stores": {},
+    "sources": {},
 }
 
 DEFAULT_STORE = "sqlite"
@@ -58,7 +59,7 @@ _MODEL_KEYS = {
     },
     "scripted": {"script": str, "context_window": int},
 }
-_TOP_KEYS = {"host", "models", "plugins", "stores"}
+_TOP_KEYS = {"host", "models", "plugins", "sources", "stores"}
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
@@ -95,6 +96,10 @@ class Config:
     def store_table(self, name: str) -> dict[str, Any]:
         """A copy of `[stores.<name>]`, empty when absent."""
         return copy.deepcopy(dict(self.data["stores"].get(name, {})))
+
+    def source_table(self, name: str) -> dict[str, Any]:
+        """A copy of `[sources.<name>]`, empty when absent."""
+        return copy.deepcopy(dict(self.data["sources"].get(name, {})))
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], *, origin: str = "code") -> Config:
@@ -181,7 +186,7 @@ def _build(loaded: dict[str, Any], where: str, *, path: Path | None) -> Config:
     for section, table in loaded.items():
         merged = data[section]
         for key, value in table.items():
-            if section in ("models", "stores") and isinstance(value, dict):
+            if section in ("models", "stores", "sources") and isinstance(value, dict):
                 merged.setdefault(key, {}).update(value)
             else:
                 merged[key] = value
@@ -212,7 +217,7 @@ def _validate_shape(loaded: Mapping[str, Any], path: str) -> None:
                 if key not in known:
                     raise ConfigError(f"{path}: [models.{provider}] unknown key {key!r}")
                 _check_type(f"models.{provider}", key, value, known[key], path)
-    for section in ("plugins", "stores"):
+    for section in ("plugins", "stores", "sources"):
         for name, table in loaded.get(section, {}).items():
             if not isinstance(table, dict):
                 raise ConfigError(f"{path}: [{section}.{name}] must be a table, got {table!r}")

@@ -24,6 +24,7 @@ from dsh_host.live_sessions import SessionRegistry
 from dsh_host.models.registry import ModelRegistry
 from dsh_host.query import SessionQuery
 from dsh_host.services import Services
+from dsh_host.sources.registry import SessionSources, source_factories
 from dsh_host.store.base import SessionStore
 from dsh_host.store.registry import open_store
 
@@ -76,7 +77,8 @@ class Host:
         """
         host = cls(config if config is not None else load_config())
         if session_query:
-            host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
+            query = SessionQuery(host.sessions, host._store_now, lambda: host.sources)
+            host.services.register("session_query", query, owner=HOST_PLUGIN)
         names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
@@ -116,8 +118,16 @@ class Host:
 
     @cached_property
     def sessions(self) -> SessionRegistry:
-        """Live sessions of this process, persisted through `store`."""
-        return SessionRegistry(self._store_now)
+        """Live sessions of this process, persisted through `store` (never a source's: those are read-only)."""
+        return SessionRegistry(self._store_now, read_only=lambda session_id: self.sources.refuse_write(session_id))
+
+    @cached_property
+    def sources(self) -> SessionSources:
+        """The session sources the mounted plugins register (`dsh_register_session_sources`).
+
+        Each opens on first use; `sources.owner(id)` names the one serving a session id.
+        """
+        return SessionSources(self, source_factories(self.hook), self.config.source_table)
 
     @cached_property
     def models(self) -> ModelRegistry:
@@ -149,6 +159,8 @@ class Host:
         self._closed = True
         loading.unmount_all(self, [(p.name, self._plugin_objects[p.name]) for p in self.mounted])
         self.mounted = []
+        if "sources" in self.__dict__:
+            self.sources.close()
         if "store" in self.__dict__:
             self.store.close()
 

@@ -30,8 +30,10 @@ def new_session_id() -> str:
 class SessionRegistry:
     """The live sessions of a host, persisted through the store `store()` returns."""
 
-    def __init__(self, store: Callable[[], SessionStore]) -> None:
+    def __init__(self, store: Callable[[], SessionStore], *, read_only: Callable[[str], None] = lambda _: None) -> None:
+        """`read_only(id)` raises for a session that must not be written (a source's)."""
         self._store = store
+        self._read_only = read_only
         self._live: dict[str, Session] = {}
         self._untitled: set[str] = set()
         self._flushing: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
@@ -42,14 +44,18 @@ class SessionRegistry:
         With an explicit `session_id` this asks the store (a blocking call) whether the id is
         taken; async code uses `open_new`, which asks from a worker thread.
         """
-        if session_id is not None and self._store().has(session_id):
-            raise StoreError(f"session {session_id!r} already has a persisted log")
+        if session_id is not None:
+            self._read_only(session_id)
+            if self._store().has(session_id):
+                raise StoreError(f"session {session_id!r} already has a persisted log")
         return self._add(cwd, session_id, created_at)
 
     async def open_new(self, cwd: str | None, session_id: str | None = None) -> Session:
         """`create` for async callers: the store is asked on a worker thread."""
-        if session_id is not None and await asyncio.to_thread(lambda: self._store().has(session_id)):
-            raise StoreError(f"session {session_id!r} already has a persisted log")
+        if session_id is not None:
+            self._read_only(session_id)
+            if await asyncio.to_thread(lambda: self._store().has(session_id)):
+                raise StoreError(f"session {session_id!r} already has a persisted log")
         return self._add(cwd, session_id, None)
 
     def _add(self, cwd: str | None, session_id: str | None, created_at: int | None) -> Session:
@@ -72,6 +78,7 @@ class SessionRegistry:
         """Load a persisted session and make it live, closing a turn a crash left open."""
         if session_id in self._live:
             return self._live[session_id]
+        self._read_only(session_id)
         header, events = await asyncio.to_thread(lambda: self._store().read_events(session_id))
         if session_id in self._live:  # resumed by another task while we read
             return self._live[session_id]
