@@ -17,7 +17,10 @@ load drifting on a shared machine weighs on all alike), and each figure is a med
   spawn to answer in those runs, which importtime slows alike; the ratio is the SDK's share).
 
 Every process runs in a scratch directory with its own data dir and no configuration file, so
-the standard installed features are mounted, as for someone who just installed dsh.
+the standard installed features are mounted, as for someone who just installed dsh. The timed
+processes may write bytecode (`PYTHONDONTWRITEBYTECODE` is dropped from their environment): an
+installed package has it, and compiling sources on every run is not start-up; the first,
+untimed run of each command writes it for an editable install.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ def _scene(workdir: Path) -> Scene:
     home, config = workdir / "home", workdir / "config"
     home.mkdir(parents=True)
     config.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("DSH_CONFIG", "DSH_LOAD_PLUGINS")}
+    dropped = ("DSH_CONFIG", "DSH_LOAD_PLUGINS", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     # No user configuration file is found under a fresh config dir, nor a dsh.toml in `workdir`.
     env.update({"DSH_HOME": str(home), "XDG_CONFIG_HOME": str(config)})
     return Scene(_dsh_script(), env, workdir)
