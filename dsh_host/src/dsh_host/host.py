@@ -4,11 +4,13 @@ A host is built from a `Config`: it registers the host's own hook implementation
 (`dsh_host.builtins`), discovers the installed plugins, imports and mounts the configured ones
 (then any plugin objects handed to `Host.start`), and exposes the store, the live sessions, the
 model registry and the service registry to them.
+
+Each of those parts is imported when first used, so a command that only reads the store loads
+neither the agent, the model adapters nor asyncio.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 import threading
@@ -20,15 +22,13 @@ from typing import TYPE_CHECKING, Any
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
-from dsh_host.models.registry import ModelRegistry
-from dsh_host.query import SessionQuery
 from dsh_host.services import Services
-from dsh_host.session.registry import SessionRegistry
-from dsh_host.store.base import SessionStore
-from dsh_host.store.registry import open_store
 
 if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
+    from dsh_host.models.registry import ModelRegistry
+    from dsh_host.session.registry import SessionRegistry
+    from dsh_host.store.base import SessionStore
 
 HOST_PLUGIN = "dsh-host"
 BUILTIN_PLUGINS = ("dsh_host.builtins",)
@@ -76,7 +76,10 @@ class Host:
         """
         host = cls(config if config is not None else load_config())
         if session_query:
-            host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
+            from dsh_host.query import SessionQuery
+
+            query = SessionQuery(host._registry_if_made, host._store_now)
+            host.services.register("session_query", query, owner=HOST_PLUGIN)
         names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
@@ -105,6 +108,8 @@ class Host:
         Its operations block: call them from a worker thread (`asyncio.to_thread`), as the
         session registry and the query service do.
         """
+        from dsh_host.store.registry import open_store
+
         return open_store(self, self.config.store_name, self.config.store_table(self.config.store_name))
 
     def _store_now(self) -> SessionStore:
@@ -114,14 +119,23 @@ class Host:
                 return self.store
         return self.store
 
+    def _registry_if_made(self) -> SessionRegistry | None:
+        # What the query service reads live sessions from: a host that opened none has no
+        # registry, and a command that only reads the store never makes (or imports) one.
+        return self.__dict__.get("sessions")
+
     @cached_property
     def sessions(self) -> SessionRegistry:
         """Live sessions of this process, persisted through `store`."""
+        from dsh_host.session.registry import SessionRegistry
+
         return SessionRegistry(self._store_now)
 
     @cached_property
     def models(self) -> ModelRegistry:
         """Model adapters by provider (`host.models.resolve("openai:deepseek-chat")`)."""
+        from dsh_host.models.registry import ModelRegistry
+
         return ModelRegistry.from_hooks(self)
 
     async def open_agent(
@@ -154,6 +168,8 @@ class Host:
 
     async def aclose(self) -> None:
         """Flush every live session (off the event loop), then `close()`."""
+        import asyncio
+
         if not self._closed and "sessions" in self.__dict__:
             await self.sessions.close()
         await asyncio.to_thread(self.close)

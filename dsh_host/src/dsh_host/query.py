@@ -2,12 +2,12 @@
 
 A session live in this process is answered from memory; others from the store, each read in
 one read transaction on a worker thread so concurrent reads overlap and a caller can stop
-waiting for one (a late result is simply dropped).
+waiting for one (a late result is simply dropped). A synchronous caller (a command) lists
+sessions with `list_sessions_now`, which reads on its own thread and needs no event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionStore
+from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, SessionStore
 from dsh_host.store.search import name_matches, name_needle, rank_key
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
+    # asyncio is imported where a coroutine needs it (it is loaded by then): a command that
+    # only lists sessions never loads it.
+    import asyncio
+
     from dsh_host.session.registry import SessionRegistry
     from dsh_host.session.session import Session
 
@@ -50,23 +54,39 @@ class TitleSnapshot:
 
 
 class SessionQuery:
-    """Read sessions, live or persisted. All methods are coroutines."""
+    """Read sessions, live or persisted. Every method but `list_sessions_now` is a coroutine."""
 
-    def __init__(self, sessions: SessionRegistry, store: Callable[[], SessionStore]) -> None:
+    def __init__(self, sessions: Callable[[], SessionRegistry | None], store: Callable[[], SessionStore]) -> None:
+        """`sessions()` is the host's registry of live sessions, or None while it has made none
+        (every session is then answered from the store); `store()` opens the store on first use."""
         self._sessions = sessions
         self._store = store
 
     def _live(self, session_id: str) -> Session | None:
-        return self._sessions.get(session_id)
+        registry = self._sessions()
+        return registry.get(session_id) if registry is not None else None
+
+    def _live_sessions(self) -> list[Session]:
+        registry = self._sessions()
+        return registry.live() if registry is not None else []
 
     async def _read(self, operation: str, *args: Any) -> Any:
         """Run a store read on a worker thread (the store is opened there too, on first use)."""
+        import asyncio
+
         return await asyncio.to_thread(lambda: getattr(self._store(), operation)(*args))
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session, newest first (ties by id, code-point order); reads no log."""
-        rows = await self._read("list_sessions")
-        live = self._sessions.live()
+        return self._records(await self._read("list_sessions"))
+
+    def list_sessions_now(self) -> list[SessionRecord]:
+        """`list_sessions` for a synchronous caller: the store is read on the calling thread."""
+        return self._records(self._store().list_sessions())
+
+    def _records(self, rows: list[SessionRow]) -> list[SessionRecord]:
+        """The stored sessions `rows` merged with the live ones, newest first."""
+        live = self._live_sessions()
         if not live:  # the store's order already is newest first, ties by id
             stored, make = (False, True), SessionRecord._make
             return [make(row + stored) for row in rows]
@@ -100,7 +120,9 @@ class SessionQuery:
         title may not be flushed yet, or the session not stored at all); their body matches
         are the store's, so text not yet flushed is not found.
         """
-        live = [session for session in self._sessions.live() if session.id != target_id]
+        import asyncio
+
+        live = [session for session in self._live_sessions() if session.id != target_id]
         cancel = threading.Event()
         watcher = None
         if signal is not None:

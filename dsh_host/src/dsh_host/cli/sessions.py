@@ -1,26 +1,28 @@
-"""`dsh sessions list|search|show|export|import|check`."""
+"""`dsh sessions list|search|show|export|import|check`.
+
+This module is imported whenever the commands are registered, that is by every `dsh` run: what
+only one subcommand needs (asyncio, the log reader, the checker) it imports itself.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from dsh_host.errors import ConfigError, DshError
-from dsh_host.host import Host
-from dsh_host.query import record_json
-from dsh_host.session.check import Finding, Note, check_log
-from dsh_host.session.events import SessionHeader
-from dsh_host.session.jsonl import InvalidLog, export_lines, read_logs
-from dsh_host.store.base import SessionNotFound, StoreError
 from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 from dsh_host.text import iso_utc
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.check import Finding
+    from dsh_host.session.events import SessionHeader
 
 
 class ImportFailed(DshError):
@@ -41,7 +43,9 @@ def sessions() -> None:
 @click.pass_obj
 def list_(host: Host, as_json: bool) -> None:
     """List sessions, newest first."""
-    records = asyncio.run(host.services.session_query.list_sessions())
+    from dsh_host.query import record_json
+
+    records = host.services.session_query.list_sessions_now()
     for record in records:
         if as_json:
             click.echo(inert_json(json.dumps(record_json(record), ensure_ascii=False)))
@@ -65,6 +69,8 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     The query is plain words (no search syntax). A session that matched on what was said shows
     a snippet around the match on the line below it.
     """
+    import asyncio
+
     target_cwd = str(Path.cwd()) if cwd is None else cwd
     rows = asyncio.run(
         host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
@@ -104,6 +110,10 @@ def age(created_at: float, now: float) -> str:
 @click.pass_obj
 def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
     """Show a session's log (or its current surface)."""
+    import asyncio
+
+    from dsh_host.store.base import SessionNotFound
+
     query = host.services.session_query
     try:
         if surface:
@@ -177,6 +187,8 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None)
 
 
 def _one_log(host: Host, session_id: str) -> tuple[SessionHeader, list[str]]:
+    from dsh_host.store.base import SessionNotFound
+
     try:
         return host.store.read_lines(session_id)
     except SessionNotFound as exc:
@@ -192,6 +204,8 @@ def _every_log(host: Host) -> Iterator[tuple[SessionHeader, list[str]]]:
 
 
 def _write_logs(out: TextIO, logs: Iterable[tuple[SessionHeader, list[str]]]) -> None:
+    from dsh_host.session.jsonl import export_lines
+
     for header, lines in logs:
         out.writelines(export_lines(header, lines))
 
@@ -207,6 +221,9 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
     Each failure gets one error line; unless one file of one log was named, a last line counts
     the files not (wholly) imported.
     """
+    from dsh_host.session.jsonl import InvalidLog, read_logs
+    from dsh_host.store.base import StoreError
+
     store = host.store  # a store that cannot be opened fails the command, before any file is read
     failures = 0
     for path in files:
@@ -252,6 +269,9 @@ def check(host: Host, session_id: str | None, as_json: bool, strict: bool) -> No
     there is a violation (or, with `--strict`, any finding). The mounted plugins add the rules
     of their own event types (`dsh_log_invariants`).
     """
+    from dsh_host.session.check import Note, check_log
+    from dsh_host.store.base import SessionNotFound
+
     invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
     ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
     violations = notes = failed = 0
@@ -273,6 +293,8 @@ def check(host: Host, session_id: str | None, as_json: bool, strict: bool) -> No
 
 
 def _finding_line(session_id: str, finding: Finding, as_json: bool) -> str:
+    from dsh_host.session.check import Note
+
     kind = "note" if isinstance(finding, Note) else "violation"
     if as_json:
         record = {

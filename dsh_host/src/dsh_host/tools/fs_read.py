@@ -9,7 +9,6 @@ thread so a slow disk does not stall the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import os
 from collections.abc import Callable, Mapping
@@ -123,6 +122,9 @@ def _list(cwd: Path, raw: str) -> str:
 
 
 async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
+    # Imported here, where the event loop has loaded it: mounting the plugin must not.
+    import asyncio
+
     try:
         return ToolResult.text(await asyncio.to_thread(work, *args))
     except _ToolInputError as exc:
