@@ -1,8 +1,11 @@
-"""`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending."""
+"""`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending.
+
+`uri`, `mention` and `parse` only compute; the commands that read sessions import asyncio
+themselves, so `$(dsh ref mention ID)` starts as fast as a command can.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import click
@@ -82,6 +85,8 @@ def parse(text: str, as_json: bool) -> None:
 @click.pass_obj
 def candidates(host, target_id: str, query: str, limit: int | None, as_json: bool) -> None:
     """List sessions TARGET may mention, best first (same cwd, then no cwd, then others)."""
+    import asyncio
+
     service = _service(host)
 
     async def go():
@@ -109,6 +114,8 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
 @click.pass_obj
 def preview(host, target_id: str, text: str, as_json: bool) -> None:
     """Print exactly what the target's agent would send for TEXT (content and contexts); sends nothing."""
+    import asyncio
+
     _service(host)
 
     async def go():

@@ -2,20 +2,18 @@
 
 Besides the service and the commands it registers how reference contexts look in the
 transcript (the `Referenced sessions · ...` card) and the `@` session completion source; their
-module (`terminal`) loads rich, so it is imported only by the hooks that need it.
+module (`terminal`) loads rich, so it is imported only by the hooks that need it. Every `dsh`
+command mounts the plugin, so the same goes for the commands, composing and the snapshot's
+making: mounting loads the service's shell and the mention syntax, nothing more.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from dsh_host import Agent, Composition, Host, ModelRequest, hookimpl
+from dsh_host import hookimpl
 from dsh_host.settings import read_int, reject_unknown
-from dsh_session_reference.compose import compose
-from dsh_session_reference.frame import META_KIND
-from dsh_session_reference.scripted_reply import scripted_reply
 from dsh_session_reference.service import (
     DEFAULT_CANDIDATE_LIMIT,
     DEFAULT_MAX_REFERENCE_BYTES,
@@ -24,8 +22,11 @@ from dsh_session_reference.service import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     import click
 
+    from dsh_host import Agent, Composition, Host, ModelRequest
     from dsh_host.hookspecs import RegisterCompletion
     from dsh_host.ui import ContextRenderer
 
@@ -51,6 +52,8 @@ def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
 @hookimpl
 def dsh_compose_message(agent: Agent, text: str, signal: asyncio.Event) -> Awaitable[Composition] | None:
     """Mentions in `text` become one snapshot context; text without mentions is left to others."""
+    from dsh_session_reference.compose import compose
+
     service = agent.host.services.get(SERVICE)
     if service is None:  # mounted on another host than this agent's
         return None
@@ -69,6 +72,7 @@ def dsh_register_commands(cli: click.Group) -> None:
 def dsh_register_context_renderers(register: Callable[[str, ContextRenderer], None]) -> None:
     """Show a reference context as its `Referenced sessions · ...` card."""
     # Imported here: the terminal parts load rich, which only a transcript needs.
+    from dsh_session_reference.frame import META_KIND
     from dsh_session_reference.terminal import render_reference
 
     register(META_KIND, render_reference)
@@ -87,4 +91,6 @@ def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
 @hookimpl
 def dsh_scripted_reply(request: ModelRequest) -> str | None:
     """The keyless model acknowledges a referenced-session snapshot it was given."""
+    from dsh_session_reference.scripted_reply import scripted_reply
+
     return scripted_reply(request)
