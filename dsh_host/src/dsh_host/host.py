@@ -27,6 +27,7 @@ from dsh_host.services import Services
 if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
     from dsh_host.models.registry import ModelRegistry
+    from dsh_host.query import SessionQuery
     from dsh_host.session.registry import SessionRegistry
     from dsh_host.store.base import SessionStore
 
@@ -76,10 +77,7 @@ class Host:
         """
         host = cls(config if config is not None else load_config())
         if session_query:
-            from dsh_host.query import SessionQuery
-
-            query = SessionQuery(host._registry_if_made, host._store_now)
-            host.services.register("session_query", query, owner=HOST_PLUGIN)
+            host.services.register_factory("session_query", host._make_session_query, owner=HOST_PLUGIN)
         names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
@@ -118,6 +116,12 @@ class Host:
             with self._store_lock:
                 return self.store
         return self.store
+
+    def _make_session_query(self) -> SessionQuery:
+        # Built when first asked for: a command that reads no session never loads the query side.
+        from dsh_host.query import SessionQuery
+
+        return SessionQuery(self._registry_if_made, self._store_now)
 
     def _registry_if_made(self) -> SessionRegistry | None:
         # What the query service reads live sessions from: a host that opened none has no

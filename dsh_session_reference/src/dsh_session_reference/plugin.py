@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_host import hookimpl
 from dsh_host.settings import read_int, reject_unknown
-from dsh_session_reference.service import (
+from dsh_session_reference.limits import (
     DEFAULT_CANDIDATE_LIMIT,
     DEFAULT_MAX_REFERENCE_BYTES,
     MAX_REFERENCES,
-    SessionReferenceService,
+    MAX_SAFE_INTEGER,
 )
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dsh_host import Agent, Composition, Host, ModelRequest
     from dsh_host.hookspecs import RegisterCompletion
     from dsh_host.ui import ContextRenderer
+    from dsh_session_reference.service import SessionReferenceService
 
 TABLE = "plugins.session-reference"
 SERVICE = "session_references"
@@ -36,17 +37,30 @@ SERVICE = "session_references"
 
 @hookimpl
 def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
-    """Validate `[plugins.session-reference]` and register `host.services.session_references`."""
+    """Validate `[plugins.session-reference]` and register `host.services.session_references`.
+
+    The service is built when first asked for; the query service it reads through must be
+    registered now (a host without one cannot mount the plugin).
+    """
     reject_unknown(TABLE, config, ("max_references", "candidate_limit", "max_reference_bytes"))
-    service = SessionReferenceService(
-        host.services.session_query,
-        max_references=read_int(TABLE, config, "max_references", MAX_REFERENCES, minimum=1, maximum=MAX_REFERENCES),
-        candidate_limit=read_int(TABLE, config, "candidate_limit", DEFAULT_CANDIDATE_LIMIT, minimum=1),
-        max_reference_bytes=read_int(
-            TABLE, config, "max_reference_bytes", DEFAULT_MAX_REFERENCE_BYTES, minimum=1, maximum=2**53 - 1
+    services = host.services
+    if "session_query" not in services:
+        # As asking for it would say; asking now would build it, which mounting must not do.
+        raise AttributeError("service 'session_query' is not mounted")
+    limits = {
+        "max_references": read_int(TABLE, config, "max_references", MAX_REFERENCES, minimum=1, maximum=MAX_REFERENCES),
+        "candidate_limit": read_int(TABLE, config, "candidate_limit", DEFAULT_CANDIDATE_LIMIT, minimum=1),
+        "max_reference_bytes": read_int(
+            TABLE, config, "max_reference_bytes", DEFAULT_MAX_REFERENCE_BYTES, minimum=1, maximum=MAX_SAFE_INTEGER
         ),
-    )
-    host.services.register(SERVICE, service)
+    }
+
+    def build() -> SessionReferenceService:
+        from dsh_session_reference.service import SessionReferenceService
+
+        return SessionReferenceService(services.session_query, **limits)
+
+    host.services.register_factory(SERVICE, build)
 
 
 @hookimpl

@@ -18,12 +18,13 @@ from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
+from dsh_session_reference.limits import (
+    DEFAULT_CANDIDATE_LIMIT,
+    DEFAULT_MAX_REFERENCE_BYTES,
+    MAX_REFERENCES,
+    MAX_SAFE_INTEGER,
+)
 from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
-
-MAX_REFERENCES = 3
-DEFAULT_CANDIDATE_LIMIT = 50
-DEFAULT_MAX_REFERENCE_BYTES = 65536
-MAX_SAFE_INTEGER = 2**53 - 1
 
 
 @dataclass(frozen=True)
