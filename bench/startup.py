@@ -183,6 +183,11 @@ def _answer_time(scene: Scene, server: ProtocolServer, python_flags: Sequence[st
     return elapsed, stderr
 
 
+def _until_answer(scene: Scene, server: ProtocolServer) -> Callable[[], float]:
+    """A run of `dsh <server>` that returns the seconds from spawn to its `initialize` answer."""
+    return lambda: _answer_time(scene, server)[0]
+
+
 _IMPORTTIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
 
@@ -228,7 +233,7 @@ def figures(workdir: Path) -> Iterator[Figure]:
     }
     for server in servers:
         _answer_time(scene, server)  # fails here, untimed, when the server cannot start
-        timed[server.command] = lambda server=server: _answer_time(scene, server)[0]
+        timed[server.command] = _until_answer(scene, server)
     runs: dict[str, list[float]] = {name: [] for name in timed}
     for _ in range(ROUNDS):
         for name, fn in timed.items():
