@@ -13,7 +13,8 @@ from pathlib import Path
 
 from dsh_compact.invariant import check_compactions
 from dsh_host.log import check_log
-from dsh_host.store.sqlite import SqliteSessionStore, StoreError
+from dsh_host.store.base import StoreError
+from dsh_host.store.sqlite import SqliteSessionStore
 
 STORE_NAME = "sessions.sqlite3"
 INVARIANTS = (check_compactions,)

@@ -26,9 +26,9 @@ from dsh_host.services import Services
 
 if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.registry import ModelRegistry
     from dsh_host.query import SessionQuery
-    from dsh_host.session.registry import SessionRegistry
     from dsh_host.store.base import SessionStore
 
 HOST_PLUGIN = "dsh-host"
@@ -131,7 +131,7 @@ class Host:
     @cached_property
     def sessions(self) -> SessionRegistry:
         """Live sessions of this process, persisted through `store`."""
-        from dsh_host.session.registry import SessionRegistry
+        from dsh_host.live_sessions import SessionRegistry
 
         return SessionRegistry(self._store_now)
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # only lists sessions never loads it.
     import asyncio
 
-    from dsh_host.session.registry import SessionRegistry
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    # For the type checker only: at run time the host depends on this package, not the reverse.
+    # For the type checker only: dsh-retention declares no dependency on dsh-host.
     from dsh_host import Host
 
     from .service import RetentionService
@@ -26,8 +26,8 @@ hookimpl = pluggy.HookimplMarker("dsh")
 def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
     """Register the `retention` service; the plugin takes no settings, so any key is a `ConfigError`."""
     if config:
-        # Imported here, not at the top: the dependency runs from the host to this package, and
-        # only a running host calls this hook, so dsh_host is already imported when it does.
+        # Imported here, not at the top: only a running host calls this hook, so dsh_host is
+        # imported by then, though dsh-retention does not declare it.
         from dsh_host import ConfigError
 
         key = next(iter(config))
