@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -115,22 +116,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.exit_code
         except DshError as exc:
             if debug:
-                _print_traceback()
+                traceback.print_exc()
             click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
             return exc.exit_code
         except KeyboardInterrupt:
             return 130
         except Exception as exc:  # noqa: BLE001 - the command line reports any failure as one line
             if debug:
-                _print_traceback()
+                traceback.print_exc()
             click.echo(f"dsh: error: {type(exc).__name__}: {display_text(str(exc))}", err=True)
             return 1
-
-
-def _print_traceback() -> None:
-    import traceback
-
-    traceback.print_exc()
 
 
 if __name__ == "__main__":
