@@ -1,4 +1,5 @@
-"""What `dsh` loads to start: each command imports what it runs, never a library it does not use.
+"""What `dsh` does to start: each command imports what it runs, never a library it does not use,
+and the program keeps the garbage collector off what start-up made.
 
 Pinned by the modules a command leaves loaded, not by time (`python -m bench startup` times
 start-up). Each command runs in a fresh interpreter the way the console script runs it, with
@@ -7,12 +8,14 @@ the standard installed plugins mounted, and reports `sys.modules` when it return
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from dsh_host import Host
+from dsh_host.testing import DshRunner
 
 HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp")
 """The terminal UI's libraries, the model adapters' HTTP client, the PostgreSQL driver and the
@@ -79,3 +82,27 @@ def test_a_mention_opens_no_store(tmp_path):
     assert output.strip() == "@[some-session](dsh-session:InNvbWUtc2Vzc2lvbiI)"
     assert _loaded(modules, *HEAVY) == []
     assert _loaded(modules, "asyncio", "sqlite3", "dsh_host.store", "dsh_host.query", "dsh_host.agent") == []
+
+
+def test_the_program_freezes_what_start_up_made_and_collects_as_usual_afterwards(tmp_path):
+    probe = (
+        "import gc, sys\n"
+        "from dsh_host.cli.main import main\n"
+        "sys.argv = ['dsh', 'plugins']\n"
+        "code = main()\n"
+        "print(code, gc.get_freeze_count() > 0, gc.isenabled())\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("DSH_", "XDG_"))}
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), DSH_HOME=str(tmp_path / "data"))
+    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True)
+
+    assert done.stdout.split()[-3:] == ["0", "True", "True"], done.stderr
+
+
+def test_main_given_arguments_leaves_the_collector_alone(dsh_cli: DshRunner):
+    # A process that goes on after the command (a test, a host embedding it) keeps its garbage
+    # collectable: nothing is frozen.
+    frozen = gc.get_freeze_count()
+
+    assert dsh_cli("plugins").exit_code == 0
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
