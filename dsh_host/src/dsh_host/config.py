@@ -21,11 +21,6 @@ import platformdirs
 
 from dsh_host.errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp")
 """Mounted when no configuration names plugins: the standard features, where installed."""
 
@@ -132,6 +127,12 @@ def find_config_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, 
 
 def parse_toml_file(path: Path) -> dict[str, Any]:
     """Parse `path`; a syntax error names the file, line and column."""
+    # Imported here: without a configuration file (the common case) no TOML is read.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -4,14 +4,17 @@ Appends are synchronous and do no I/O; events wait in `Session.pending` until `f
 writes them to the store in one transaction. The agent flushes at its checkpoints (before a
 model request, before a tool body, after a step, at turn end). Every store call of the async
 methods runs on a worker thread, so a slow store never stalls the event loop.
+
+asyncio is imported by the async methods (an event loop has loaded it by then): a host that
+only lists stored sessions never loads it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Callable
 from itertools import compress
+from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
 from dsh_host.session.check import resume_refusal
@@ -20,6 +23,9 @@ from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.base import SessionStore, StoreError
 from dsh_host.titles import fallback_title_data, latest_title
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 def new_session_id() -> str:
@@ -52,6 +58,8 @@ class SessionRegistry:
 
     async def open_new(self, cwd: str | None, session_id: str | None = None) -> Session:
         """`create` for async callers: the store is asked on a worker thread."""
+        import asyncio
+
         if session_id is not None:
             self._read_only(session_id)
             if await asyncio.to_thread(lambda: self._store().has(session_id)):
@@ -76,6 +84,8 @@ class SessionRegistry:
 
     async def resume(self, session_id: str) -> Session:
         """Load a persisted session and make it live, closing a turn a crash left open."""
+        import asyncio
+
         if session_id in self._live:
             return self._live[session_id]
         self._read_only(session_id)
@@ -103,6 +113,8 @@ class SessionRegistry:
         The store writes on a worker thread; flushes of one session run one at a time, and
         events appended meanwhile wait for the next flush.
         """
+        import asyncio
+
         async with self._flush_lock(session.id):
             if session.id in self._untitled:
                 self._title(session)
@@ -114,6 +126,8 @@ class SessionRegistry:
 
     def _flush_lock(self, session_id: str) -> asyncio.Lock:
         # A lock belongs to one event loop; a host may serve several in turn (one asyncio.run each).
+        import asyncio
+
         loop = asyncio.get_running_loop()
         held = self._flushing.get(session_id)
         if held is None or held[0] is not loop:

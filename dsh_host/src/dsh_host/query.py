@@ -4,12 +4,13 @@ A session live in this process is answered from memory; a session whose id carri
 source's prefix from that source; others from the store, each read in one read transaction on
 a worker thread so concurrent reads overlap and a caller can stop waiting for one (a late
 result is simply dropped). Listings and candidate searches answer from the store and every
-mounted source alike (`dsh_host.sources.ranking` puts their candidates in one order).
+mounted source alike (`dsh_host.sources.ranking` puts their candidates in one order). A
+synchronous caller (a command) lists sessions with `list_sessions_now`, which reads on its own
+thread and needs no event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,10 @@ from dsh_host.store.search import name_matches, name_needle
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
+    # asyncio is imported where a coroutine needs it (it is loaded by then): a command that
+    # only lists sessions never loads it.
+    import asyncio
+
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
@@ -56,20 +61,28 @@ class TitleSnapshot:
 
 
 class SessionQuery:
-    """Read sessions, live or persisted. All methods are coroutines."""
+    """Read sessions, live or persisted. Every method but `list_sessions_now` is a coroutine."""
 
     def __init__(
         self,
-        sessions: SessionRegistry,
+        sessions: Callable[[], SessionRegistry | None],
         store: Callable[[], SessionStore],
         sources: Callable[[], SessionSources] | None = None,
     ) -> None:
+        """`sessions()` is the host's registry of live sessions, or None while it has made none
+        (every session is then answered from the store or a source); `store()` opens the store
+        on first use; `sources()` are the mounted session sources."""
         self._sessions = sessions
         self._store = store
         self._sources = sources if sources is not None else _no_sources
 
     def _live(self, session_id: str) -> Session | None:
-        return self._sessions.get(session_id)
+        registry = self._sessions()
+        return registry.get(session_id) if registry is not None else None
+
+    def _live_sessions(self) -> list[Session]:
+        registry = self._sessions()
+        return registry.live() if registry is not None else []
 
     def _backend(self, session_id: str) -> Any:
         """The source serving `session_id`, else the store (either opened here, on first use)."""
@@ -78,10 +91,14 @@ class SessionQuery:
 
     async def _read(self, operation: str, session_id: str) -> Any:
         """Run a read of one session on a worker thread, on the source or store that has it."""
+        import asyncio
+
         return await asyncio.to_thread(lambda: getattr(self._backend(session_id), operation)(session_id))
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session of the store and the sources, newest first (ties by id, code-point order); reads no log."""
+        import asyncio
+
         sources = self._sources()
 
         def list_source(name: str) -> list[SessionRow]:
@@ -90,16 +107,26 @@ class SessionQuery:
         listings = [asyncio.to_thread(lambda: self._store().list_sessions())]
         listings += [asyncio.to_thread(list_source, name) for name in sources.names]
         rows, *by_source = await asyncio.gather(*listings)
+        return self._records(rows, list(zip(sources.names, by_source, strict=True)))
+
+    def list_sessions_now(self) -> list[SessionRecord]:
+        """`list_sessions` for a synchronous caller: the store and sources are read on the calling thread."""
+        sources = self._sources()
+        by_source = [(name, sources.get(name).list_sessions()) for name in sources.names]
+        return self._records(self._store().list_sessions(), by_source)
+
+    def _records(self, rows: list[SessionRow], by_source: list[tuple[str, list[SessionRow]]]) -> list[SessionRecord]:
+        """The store's rows, with live sessions folded in, and each source's rows: newest first."""
         records = self._stored_records(rows)
         if not by_source:
             return records
-        for name, source_rows in zip(sources.names, by_source, strict=True):
+        for name, source_rows in by_source:
             records.extend(SessionRecord(r.id, r.created_at, r.cwd, r.title, False, False, name) for r in source_rows)
         return sorted(records, key=lambda r: (-r.created_at, r.id))
 
     def _stored_records(self, rows: list[SessionRow]) -> list[SessionRecord]:
         """The store's rows with the live sessions of this process folded in, newest first."""
-        live = self._sessions.live()
+        live = self._live_sessions()
         if not live:  # the store's order already is newest first, ties by id
             stored, make = (False, True, None), SessionRecord._make
             return [make(row + stored) for row in rows]
@@ -134,7 +161,9 @@ class SessionQuery:
         matches are the store's, so text not yet flushed is not found. Store and source
         candidates come in one order (`dsh_host.sources.ranking`).
         """
-        live = [session for session in self._sessions.live() if session.id != target_id]
+        import asyncio
+
+        live = [session for session in self._live_sessions() if session.id != target_id]
         sources = self._sources()
         cancel = threading.Event()
         watcher = None
@@ -218,6 +247,8 @@ class SessionQuery:
         read on one worker thread, so no event is decoded; live sessions from memory. Raises
         SessionNotFound for the first unknown id.
         """
+        import asyncio
+
         sources = self._sources()
         groups: dict[str | None, list[str]] = {}
         for sid in session_ids:

@@ -1,29 +1,30 @@
-"""`dsh sessions list|search|show|export|import|check`."""
+"""`dsh sessions list|search|show|export|import|check`.
+
+This module is imported whenever the commands are registered, that is by every `dsh` run: what
+only one subcommand needs (asyncio, the log reader, the checker) it imports itself.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from dsh_host.errors import ConfigError, DshError
-from dsh_host.host import Host
-from dsh_host.live_sessions import new_session_id
-from dsh_host.query import record_json
-from dsh_host.session.check import Finding, Note, check_log
-from dsh_host.session.events import SessionHeader
-from dsh_host.session.jsonl import InvalidLog, ParsedLog, export_lines, read_logs
-from dsh_host.sources.base import SourceFileReport
-from dsh_host.store.base import SessionNotFound, StoreError
 from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 from dsh_host.text import iso_utc
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.check import Finding
+    from dsh_host.session.events import SessionHeader
+    from dsh_host.session.jsonl import ParsedLog
+    from dsh_host.sources.base import SourceFileReport
 
 
 class ImportFailed(DshError):
@@ -44,7 +45,9 @@ def sessions() -> None:
 @click.pass_obj
 def list_(host: Host, as_json: bool) -> None:
     """List sessions, newest first."""
-    records = asyncio.run(host.services.session_query.list_sessions())
+    from dsh_host.query import record_json
+
+    records = host.services.session_query.list_sessions_now()
     for record in records:
         if as_json:
             click.echo(inert_json(json.dumps(record_json(record), ensure_ascii=False)))
@@ -68,6 +71,8 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     The query is plain words (no search syntax). A session that matched on what was said shows
     a snippet around the match on the line below it.
     """
+    import asyncio
+
     target_cwd = str(Path.cwd()) if cwd is None else cwd
     rows = asyncio.run(
         host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
@@ -107,6 +112,10 @@ def age(created_at: float, now: float) -> str:
 @click.pass_obj
 def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
     """Show a session's log (or its current surface)."""
+    import asyncio
+
+    from dsh_host.store.base import SessionNotFound
+
     query = host.services.session_query
     try:
         if surface:
@@ -180,6 +189,8 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None)
 
 
 def _one_log(host: Host, session_id: str) -> tuple[SessionHeader, list[str]]:
+    from dsh_host.store.base import SessionNotFound
+
     source = host.sources.for_session(session_id)
     try:
         return (host.store if source is None else source).read_lines(session_id)
@@ -196,6 +207,8 @@ def _every_log(host: Host) -> Iterator[tuple[SessionHeader, list[str]]]:
 
 
 def _write_logs(out: TextIO, logs: Iterable[tuple[SessionHeader, list[str]]]) -> None:
+    from dsh_host.session.jsonl import export_lines
+
     for header, lines in logs:
         out.writelines(export_lines(header, lines))
 
@@ -212,6 +225,9 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
     the files not (wholly) imported. A log exported from a session source (another agent's
     session, read-only) becomes a dsh copy under a new id, its `parentSession` naming the original.
     """
+    from dsh_host.session.jsonl import InvalidLog, read_logs
+    from dsh_host.store.base import StoreError
+
     store = host.store  # a store that cannot be opened fails the command, before any file is read
     failures = 0
     for path in files:
@@ -248,6 +264,11 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
 
 def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
     """A source session's log as a dsh copy (a new id, the original as parent); others unchanged."""
+    import dataclasses
+
+    from dsh_host.live_sessions import new_session_id
+    from dsh_host.session.jsonl import ParsedLog
+
     original = parsed.header.id
     if host.sources.owner(original) is None:
         return parsed
@@ -272,6 +293,9 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
     `--source` names, or the one serving SESSION_ID), one line per file with lines the source
     skipped (not JSON, cut short, too long): those are reported, not findings.
     """
+    from dsh_host.session.check import Note, check_log
+    from dsh_host.store.base import SessionNotFound
+
     if source_name is not None or (session_id is not None and host.sources.owner(session_id) is not None):
         _report_sources(host, session_id, source_name, as_json)
         return
@@ -330,6 +354,8 @@ def _source_line(source: str, report: SourceFileReport, as_json: bool) -> str:
 
 
 def _finding_line(session_id: str, finding: Finding, as_json: bool) -> str:
+    from dsh_host.session.check import Note
+
     kind = "note" if isinstance(finding, Note) else "violation"
     if as_json:
         record = {
