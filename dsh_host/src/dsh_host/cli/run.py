@@ -47,7 +47,8 @@ async def run_turn(
     """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events.
 
     A session another dsh drives is refused at once (`SessionBusy`), or after queueing for its
-    lease for up to `wait` seconds (saying so once on stderr).
+    lease for up to `wait` seconds (saying so once on stderr). The model is announced once the
+    session is open: a refusal is one line.
     """
     from dsh_host.agent.composition import ComposeError
     from dsh_host.store.base import SessionBusy
@@ -59,6 +60,7 @@ async def run_turn(
             raise
         click.echo(f"dsh: {display_inline_text(str(busy))}; waiting up to {wait:g} s", err=True)
         agent = await host.open_agent(session_id, wait=wait)
+    announce_model(host)
     session = agent.session
 
     def on_event(_: Session, event: Event) -> None:
@@ -118,7 +120,6 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool, wait: fl
     # Imported here: registering the command (every dsh run) must not load the agent loop.
     import asyncio
 
-    announce_model(host)
     try:
         session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo, wait=wait))
     except TurnFailed as exc:
