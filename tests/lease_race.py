@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsh_host import Config, Host
+from dsh_host import Config, Event, Host, SessionHeader
 from dsh_host.log import check_log
 from tests.dsh_host.sse_server import Reply, SSEServer
 from tests.e2e.e2e_support import clean_env, dsh_command
@@ -42,6 +42,7 @@ TIMEOUT = 60.0
 WAIT_SECONDS = 30
 OK = "ok"
 KEY_VARIABLE = "LEASE_RACE_MODEL_KEY"
+"""The variable holding the (loopback) model's key in the racers' environment."""
 
 
 @dataclass(frozen=True)
@@ -88,14 +89,41 @@ def _toml(mapping: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _configuration(store: RaceStore, run_dir: Path, base_url: str) -> dict[str, Any]:
-    mapping: dict[str, Any] = {
-        "host": {"plugins": [], "data_dir": str(run_dir / "data"), "model": "openai:deepseek-chat"},
-        "models": {"openai": {"base_url": base_url, "api_key_env": KEY_VARIABLE}},
-    }
+@dataclass(frozen=True)
+class Prepared:
+    """A run's session S, stored and let go, and how a `dsh run` process reaches it."""
+
+    config: Mapping[str, Any]
+    env: Mapping[str, str]
+    cwd: Path
+    session_id: str
+
+    async def read_events(self) -> tuple[SessionHeader, list[Event]]:
+        """S's header and log as stored now."""
+        async with Host.start(Config.from_mapping(self.config)) as host:
+            return await asyncio.to_thread(host.store.read_events, self.session_id)
+
+
+async def prepare(store: RaceStore, run_dir: Path, base_url: str | None) -> Prepared:
+    """Store a session of one completed turn in `run_dir`; processes then use the model on `base_url`.
+
+    Without `base_url` they use the keyless scripted model.
+    """
+    run_dir.mkdir(parents=True)
+    config: dict[str, Any] = {"host": {"plugins": [], "data_dir": str(run_dir / "data")}}
+    if base_url is not None:
+        config["host"]["model"] = "openai:deepseek-chat"
+        config["models"] = {"openai": {"base_url": base_url, "api_key_env": KEY_VARIABLE}}
     for table, values in store.tables.items():
-        mapping.setdefault(table, {}).update(values)
-    return mapping
+        config.setdefault(table, {}).update(values)
+    path = run_dir / "dsh.toml"
+    path.write_text(_toml(config), encoding="utf-8")
+    async with Host.start(Config.from_mapping(config)) as host:
+        setup = await host.open_agent(cwd=run_dir, model="scripted")
+        await setup.submit("setup")
+        await setup.close()
+    env = clean_env(run_dir, DSH_CONFIG=str(path), **{KEY_VARIABLE: "sk-race"}, **store.env)
+    return Prepared(config, env, run_dir, setup.session.id)
 
 
 class Racer:
@@ -125,13 +153,14 @@ class Racer:
             self.process.kill()
 
 
-async def _spawn(env: Mapping[str, str], cwd: Path, session_id: str, prompt: str, wait: bool) -> Racer:
-    args = ["run", "--session", session_id, *(["--wait", str(WAIT_SECONDS)] if wait else []), prompt]
+async def spawn(run: Prepared, prompt: str, *, wait: bool) -> Racer:
+    """Start `dsh run --session S PROMPT` (with `--wait 30` when `wait`)."""
+    args = ["run", "--session", run.session_id, *(["--wait", str(WAIT_SECONDS)] if wait else []), prompt]
     process = await asyncio.create_subprocess_exec(
         *dsh_command(),
         *args,
-        cwd=cwd,
-        env=dict(env),
+        cwd=run.cwd,
+        env=dict(run.env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -152,24 +181,15 @@ async def _first(*awaitables: Any) -> None:
 
 async def one_run(server: SSEServer, store: RaceStore, run_dir: Path, *, wait: bool) -> str:
     """Race two `dsh run --session S` once; `OK`, or what went wrong."""
-    run_dir.mkdir(parents=True)
-    mapping = _configuration(store, run_dir, server.base_url)
-    config_path = run_dir / "dsh.toml"
-    config_path.write_text(_toml(mapping), encoding="utf-8")
-    async with Host.start(Config.from_mapping(mapping)) as host:
-        setup = await host.open_agent(cwd=run_dir, model="scripted")
-        await setup.submit("setup")
-        await setup.close()
-        session_id = setup.session.id
-    env = clean_env(run_dir, DSH_CONFIG=str(config_path), **{KEY_VARIABLE: "sk-race"}, **store.env)
+    run = await prepare(store, run_dir, server.base_url)
     release = asyncio.Event()
     server.replies.clear()
     server.replies.extend([answer("answer one", release), answer("answer two", release)])
     server.arrived.clear()
     asked = len(server.requests)
-    racers = [await _spawn(env, run_dir, session_id, prompt, wait) for prompt in ("first racer", "second racer")]
+    racers = [await spawn(run, prompt, wait=wait) for prompt in ("first racer", "second racer")]
     try:
-        problem = await _race(server, racers, release, session_id, wait)
+        problem = await _race(server, racers, release, run.session_id, wait)
     finally:
         release.set()
         for racer in racers:
@@ -177,12 +197,11 @@ async def one_run(server: SSEServer, store: RaceStore, run_dir: Path, *, wait: b
                 await asyncio.wait_for(asyncio.shield(racer.done), TIMEOUT)
             racer.kill()
     if problem:
-        return problem.replace(session_id, "S")  # counted together across runs
+        return problem.replace(run.session_id, "S")  # counted together across runs
     expected_turns = 2 if wait else 1
     if len(server.requests) - asked != expected_turns:
         return f"the model was asked {len(server.requests) - asked} time(s), not {expected_turns}"
-    async with Host.start(Config.from_mapping(mapping)) as host:
-        header, events = await asyncio.to_thread(host.store.read_events, session_id)
+    header, events = await run.read_events()
     ends = [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]
     if ends != ["completed"] * (1 + expected_turns):
         return f"turn ends {ends}"

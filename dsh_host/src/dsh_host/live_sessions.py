@@ -300,7 +300,13 @@ class SessionRegistry:
         return drivers is not None and drivers[0] is agent
 
     async def agent_closed(self, session: Session) -> None:
-        """Flush `session` after one of its agents closed; stop driving it when no agent is left on it."""
+        """Flush `session` after one of its agents closed; stop driving it when no agent is left on it.
+
+        A session nothing may be written of (a read-only copy, one another host took over) is
+        left as it is: its turns already said why they could not be written.
+        """
+        if session in self._refusals:
+            return
         await self.flush(session)
         if session not in self._drivers and self._live.get(session.id) is session:
             self.forget(session.id)
