@@ -172,10 +172,10 @@ class SessionRegistry:
         self._read_only(session_id)
         live = self._live.get(session_id)
         if live is not None:
-            header, events = live.header, live.events
+            session = Session(live.header, live.events)
         else:
             header, events = await asyncio.to_thread(self._store().read_events, session_id)
-        session = Session(header, events)
+            session = Session(header, events)
         self._refusals[session] = lambda: StoreError(
             f"session {session_id!r} was opened read-only: nothing of it is written"
         )

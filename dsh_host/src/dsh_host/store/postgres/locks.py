@@ -149,7 +149,8 @@ def _let_go(conn: psycopg.Connection, key: int) -> None:
 
 
 def _try_lock(conn: psycopg.Connection, key: int) -> bool:
-    return bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+    (locked,) = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone() or (False,)
+    return bool(locked)
 
 
 def _wait_for_lock(conn: psycopg.Connection, key: int, session_id: str, wait: float) -> None:

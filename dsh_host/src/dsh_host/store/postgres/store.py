@@ -15,6 +15,7 @@ from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
 from dsh_host.store.base import CandidateRow, SessionLease, SessionRow, StoredTitle
+from dsh_host.store.leases import OutstandingLeases
 from dsh_host.store.postgres import locks, reads, schema, search, writes
 from dsh_host.store.postgres.pool import (
     DEFAULT_POOL_SIZE,
@@ -39,8 +40,7 @@ class PostgresSessionStore:
         self._pool = pool
         self.role = role
         self.dbname = pool.dbname
-        self._leases: set[locks.AdvisoryLease] = set()  # the leases still out, released when the store closes
-        self._leases_lock = threading.Lock()
+        self._leases: OutstandingLeases[locks.AdvisoryLease] = OutstandingLeases()
 
     @classmethod
     def open(
@@ -68,24 +68,14 @@ class PostgresSessionStore:
         return cls.open(dsn, pool_size=pool_size, statement_timeout_ms=timeout)
 
     def close(self) -> None:
-        with self._leases_lock:
-            leases = list(self._leases)
-        for held in leases:
-            held.release()
+        self._leases.release_all()
         self._pool.close()
 
     # -- leases ------------------------------------------------------------------------------
 
     def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
         """Take `session_id`'s lease: an advisory lock on a connection of its own (see `LeasingStore.lease`)."""
-        held = locks.take(self._pool, session_id, wait, self._lease_released)
-        with self._leases_lock:
-            self._leases.add(held)
-        return held
-
-    def _lease_released(self, held: locks.AdvisoryLease) -> None:
-        with self._leases_lock:
-            self._leases.discard(held)
+        return self._leases.add(locks.take(self._pool, session_id, wait, self._leases.discard))
 
     # -- writes ------------------------------------------------------------------------------
 

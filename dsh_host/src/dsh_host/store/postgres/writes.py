@@ -98,7 +98,8 @@ def lease_key(session_id: str) -> int:
 def _refuse_if_driven(conn: psycopg.Connection, session_id: str) -> None:
     """SessionBusy when another connection holds the session's lease; until commit, nobody can take it."""
     # Called once the session is known to be visible and ours: the lease says nothing of others' sessions.
-    if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lease_key(session_id),)).fetchone()[0]:
+    (free,) = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lease_key(session_id),)).fetchone() or (False,)
+    if not free:
         raise SessionBusy(session_id)
 
 

@@ -20,6 +20,7 @@ from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
 from dsh_host.store.base import CandidateRow, SessionLease, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
+from dsh_host.store.leases import OutstandingLeases
 from dsh_host.store.sqlite import locks, relevance, schema, search
 from dsh_host.store.sqlite.connection import Transaction, connect
 from dsh_host.store.sqlite.schema import Progress
@@ -54,7 +55,7 @@ class SqliteSessionStore:
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        self._leases: set[locks.FileLease] = set()  # the leases still out, released when the store closes
+        self._leases: OutstandingLeases[locks.FileLease] = OutstandingLeases()
         self._closed = False
 
     @classmethod
@@ -113,9 +114,7 @@ class SqliteSessionStore:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._connections.clear()
-            leases = list(self._leases)
-        for held in leases:
-            held.release()
+        self._leases.release_all()
 
     # -- leases ------------------------------------------------------------------------------
 
@@ -123,14 +122,9 @@ class SqliteSessionStore:
         """Take `session_id`'s lease: its lock file beside the database (see `LeasingStore.lease`)."""
         if self._closed:
             raise StoreError(f"session store {self.path} is closed")
-        held = locks.take(locks.locks_folder(self.path), session_id, wait, self.append, self._lease_released)
-        with self._connections_lock:
-            self._leases.add(held)
-        return held
-
-    def _lease_released(self, held: locks.FileLease) -> None:
-        with self._connections_lock:
-            self._leases.discard(held)
+        return self._leases.add(
+            locks.take(locks.locks_folder(self.path), session_id, wait, self.append, self._leases.discard)
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
