@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 
 @dataclass(frozen=True)
@@ -15,8 +18,8 @@ class Allow:
     the complete list of contexts to materialise; None means none.
     """
 
-    content: Sequence[Mapping[str, Any]] | None = None
-    additional_contexts: Sequence[Mapping[str, Any]] | None = None
+    content: Sequence[Json] | None = None
+    additional_contexts: Sequence[Json] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,8 @@ class Continue:
     through `dsh_agent_queued`.
     """
 
-    content: Sequence[Mapping[str, Any]] | str | None = None
-    source: Mapping[str, Any] | None = None
+    content: Sequence[Json] | str | None = None
+    source: Json | None = None
 
 
 @dataclass(frozen=True)
