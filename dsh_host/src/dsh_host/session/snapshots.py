@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import SessionHeader, SurfaceText
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,7 @@ class SurfaceSnapshot:
 
     header: SessionHeader
     captured_through_seq: int | None
-    events: list[dict[str, Any]]
+    events: list[dict[str, JsonValue]]
 
 
 @dataclass(frozen=True)
