@@ -76,7 +76,7 @@ def share(conn: psycopg.Connection, session_id: str, role: str | None) -> None:
     """Let members of `role` read the session (None: nobody but its owner); owner only."""
     if _owned_for_update(conn, session_id) is None:
         raise SessionNotFound(session_id)
-    if role is not None and conn.execute("SELECT to_regrole(%s)", (_quoted_role(role),)).fetchone()[0] is None:
+    if role is not None and conn.execute("SELECT to_regrole(%s)", (_quoted_role(role),)).fetchone()[0] is None:  # type: ignore[index]
         raise StoreError(f"role {role!r} does not exist")
     conn.execute(
         "UPDATE dsh.sessions SET reader = %s::regrole WHERE id = %s",
@@ -135,7 +135,7 @@ def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord
         # A replace may shadow nodes appended earlier in this batch: write those first.
         _insert_surface(conn, pk, appended)
         appended = []
-        lo, hi = conn.execute(
+        lo, hi = conn.execute(  # type: ignore[misc]  # an aggregate: always one row
             "SELECT min(ord) FILTER (WHERE seq = %s), min(ord) FILTER (WHERE seq = %s) FROM dsh.surface "
             "WHERE session_pk = %s AND seq IN (%s, %s)",
             (op["start"], op["end"], pk, op["start"], op["end"]),

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
@@ -345,7 +345,7 @@ def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tup
     row = conn.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (encode(session_id),)).fetchone()
     if row is None:
         raise SessionNotFound(session_id)
-    return row
+    return cast("tuple[Any, ...]", row)
 
 
 def _surface_texts(conn: sqlite3.Connection, session_id: str) -> SurfaceTexts:
