@@ -77,7 +77,7 @@ def _blob(text: str | None) -> bytes | None:
     return None if text is None else text.encode("utf-8", "surrogatepass")
 
 
-def _text(value: Any) -> str | None:
+def _text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
