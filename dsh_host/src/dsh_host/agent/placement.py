@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import PROMPT_DELIMITER
 
@@ -29,7 +29,7 @@ class Placement:
     separate: tuple[Json, ...]
 
 
-def place(content: Sequence[Any], source: Json, contexts: Sequence[Json]) -> Placement:
+def place(content: Sequence[Json], source: Json, contexts: Sequence[Json]) -> Placement:
     """Bake prefix contexts into `{content, source, envelope?}`; keep the others separate."""
     prefix = [c for c in contexts if c.get("placement") == PROMPT_PREFIX]
     separate = tuple(c for c in contexts if c.get("placement") != PROMPT_PREFIX)

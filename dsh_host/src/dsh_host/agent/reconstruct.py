@@ -10,7 +10,7 @@ compared as plain JSON.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.models.base import ModelRequest
 from dsh_host.session.events import Event, SessionHeader
@@ -61,7 +61,7 @@ def request_json(request: ModelRequest) -> dict[str, JsonValue]:
     return _request_shape(config, request.messages, header)
 
 
-def _request_shape(config: Json, messages: Sequence[Any], header: Json) -> dict[str, JsonValue]:
+def _request_shape(config: Json, messages: Sequence[JsonValue], header: Json) -> dict[str, JsonValue]:
     out: dict[str, JsonValue] = {
         "provider": config["provider"],
         "model": config["model"],
