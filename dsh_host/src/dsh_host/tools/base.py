@@ -48,7 +48,7 @@ class Tool:
     name: str
     description: str
     parameters: Json
-    run: Callable[[Json, ToolContext], Awaitable[ToolResult]]
+    run: Callable[[dict[str, JsonValue], ToolContext], Awaitable[ToolResult]]
 
     def schema(self) -> dict[str, JsonValue]:
         return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
