@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
-
-if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)

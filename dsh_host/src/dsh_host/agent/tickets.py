@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
+
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
     from dsh_host.session.session import Session
 
 DROPPED = "dropped"

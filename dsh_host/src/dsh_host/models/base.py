@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from dsh_host.errors import DshError
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     import asyncio
 
-    from dsh_host.hookspecs import Json, JsonValue
-
-JsonDict: TypeAlias = "dict[str, JsonValue]"
+JsonDict: TypeAlias = dict[str, JsonValue]
 
 
 @dataclass(frozen=True)

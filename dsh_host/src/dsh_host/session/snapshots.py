@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from dsh_host.hookspecs import JsonValue  # imported at run time for typing.get_type_hints
 from dsh_host.session.events import SessionHeader, SurfaceText
-
-if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
+
 if TYPE_CHECKING:
     import asyncio
-
-    from dsh_host.hookspecs import Json, JsonValue
 
 
 @dataclass(frozen=True)
