@@ -35,7 +35,7 @@ invariant, so `object` would refuse a `Task[None]`), services looked up by name,
 `JsonValue` alias itself. Arbitrary JSON is `dsh_host.hookspecs.JsonValue` or `Json`; anything
 else gets its real type. Lower the ceiling when you remove one."""
 
-PROBE = '''\
+PROBE = """\
 from dsh_host import Agent, Event, Services
 
 
@@ -45,7 +45,7 @@ def services(agent: Agent) -> Services:
 
 def seq(event: Event) -> str:
     return event.seq
-'''
+"""
 """Two uses of dsh's types: the first is right, the second wrong (an event's seq is an int)."""
 
 

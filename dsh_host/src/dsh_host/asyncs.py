@@ -35,9 +35,7 @@ async def resolve(value: object) -> object:
     return value
 
 
-async def abandon_on(
-    cancel: asyncio.Event | None, work: Awaitable[T], cancelled: Callable[[], BaseException]
-) -> T:
+async def abandon_on(cancel: asyncio.Event | None, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:
     """Await `work`, or raise `cancelled()` as soon as `cancel` (an `asyncio.Event`) is set.
 
     Abandoned work keeps running (a store read or a directory walk in a thread cannot be
