@@ -19,6 +19,7 @@ import pytest
 from dsh_host import (
     Event,
     Host,
+    Session,
     SessionBusy,
     SessionHeader,
     SessionNotFound,
@@ -28,6 +29,7 @@ from dsh_host import (
     StoreError,
     hookimpl,
 )
+from dsh_host.hookspecs import StoreFactory
 from dsh_host.live_sessions import append_out_of_band
 from dsh_host.testing import DshRunner, HostFactory
 from tests.store_backends import PostgresBackend, SqliteBackend
@@ -222,7 +224,7 @@ class SessionEvents:
         self.seen: list[tuple[str, int]] = []
 
     @hookimpl
-    def dsh_session_event(self, host: Host, session: Any, event: Event) -> None:
+    def dsh_session_event(self, host: Host, session: Session, event: Event) -> None:
         self.seen.append((session.id, event.seq))
 
 
@@ -279,7 +281,7 @@ class PlainStore:
 
 class PlainStores:
     @hookimpl
-    def dsh_register_stores(self, register: Callable[[str, Any], None]) -> None:
+    def dsh_register_stores(self, register: Callable[[str, StoreFactory], None]) -> None:
         register("plain", lambda host, table: PlainStore(SqliteSessionStore.open(host.data_dir / "plain.sqlite3")))
 
 

@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from acp import RequestError, text_block
 from dsh_host import Config, Event, Host, hookimpl
 from dsh_host.cli.stderr import logging_to_stderr
 from dsh_host.log import check_log
+from dsh_host.models import AdapterFactory
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, text_response
 from dsh_host.testing import Database, PostgresServer
@@ -90,7 +91,7 @@ class HeldModel:
         self._answers = list(answers)
 
     @hookimpl
-    def dsh_register_models(self, register: Any) -> None:
+    def dsh_register_models(self, register: Callable[[str, AdapterFactory], None]) -> None:
         register("held", lambda host: ScriptedAdapter([self._entry(text) for text in self._answers]))
 
     def _entry(self, text: str | None) -> Any:
