@@ -407,6 +407,27 @@ def test_a_preview_composes_on_a_driven_session_without_repairing_it(driven):
     assert driver.store.read_lines(session_id)[1] == before  # still open: nothing repaired or written
 
 
+def test_listing_showing_searching_and_referencing_a_driven_session_never_wait_for_it(driven):
+    dsh_cli, driver, session_id = driven
+    _, before = driver.store.read_lines(session_id)
+    code, _, err = dsh_cli("run", "another session")
+    assert code == 0, err
+    other_id = err.splitlines()[-1].removeprefix("session: ")
+    for command in (("sessions", "list"), ("sessions", "show", session_id), ("sessions", "search", "hello")):
+        code, out, err = dsh_cli(*command)
+        assert (code, err) == (0, ""), command
+        assert session_id in out, command
+    dsh_cli.plugins = ["session-reference"]
+    code, mention, err = dsh_cli("ref", "mention", session_id)
+    assert (code, err) == (0, "")
+    code, out, err = dsh_cli("ref", "preview", "--json", "--target", other_id, f"see {mention.strip()}")
+    assert (code, err) == (0, ""), err
+    contexts = json.loads(out)["contexts"]
+    assert [c["source"]["plugin"] for c in contexts] == ["session-reference"]
+    assert f'"sessionId":"{session_id}"' in contexts[0]["content"][0]["text"]  # the driven session was read
+    assert driver.store.read_lines(session_id)[1] == before
+
+
 def test_compacting_a_driven_session_is_refused(driven):
     dsh_cli, _, session_id = driven
     dsh_cli.plugins = ["compact"]
