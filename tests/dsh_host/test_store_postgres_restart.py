@@ -196,6 +196,37 @@ async def test_a_session_taken_while_the_lease_was_lost_is_given_up_in_one_line(
         await agent.close()
 
 
+async def test_acp_answers_a_prompt_on_a_session_taken_while_its_lease_was_lost_with_a_one_line_error(
+    own_server, database, tmp_path
+):
+    model = HeldModel(["one", "never sent"])
+    async with (
+        start_host(database, tmp_path / "a", model, session_query=False) as first,
+        wire(first) as connection,
+        start_host(database, tmp_path / "b", HeldModel(["taken"])) as second,
+    ):
+        await connection.client.initialize(protocol_version=1)
+        session_id = (await connection.client.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await connection.client.prompt(session_id=session_id, prompt=[text_block(text="one")])).stop_reason == (
+            "end_turn"
+        )
+        await asyncio.to_thread(own_server.down)
+        await asyncio.to_thread(own_server.up)
+        taker = await second.open_agent(session_id)  # the ACP host's lock died with its connection
+
+        with pytest.raises(RequestError) as refused:
+            await connection.client.prompt(session_id=session_id, prompt=[text_block(text="again")])
+        assert str(refused.value) == (
+            f'Internal error: turn failed: session "{session_id}" was taken over by another dsh; '
+            "this one stopped driving it"
+        )
+        assert (await taker.submit("mine now")).ok
+        await taker.close()
+        header, events = second.store.read_events(session_id)
+        assert turn_ends(events) == ["completed", "completed"]
+        assert not check_log(header, events)
+
+
 @pytest.mark.parametrize("debug", [False, True])
 def test_the_command_line_shows_the_drivers_own_warnings_only_with_debug(capsys, debug):
     # A restarted server makes psycopg warn of each broken connection; dsh says what failed itself.
