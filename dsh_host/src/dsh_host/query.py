@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionStore
+from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, SessionStore
 from dsh_host.store.search import name_matches, name_needle, rank_key
 from dsh_host.titles import latest_title
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class SessionRecord(NamedTuple):
-    """A listed session: header fields, latest title, and where it lives.
+    """A listed session: header fields, latest title, last activity, and where it lives.
 
     A named tuple (immutable, fields by name) because listing builds one per session: it is
     several times cheaper to build than a frozen dataclass.
@@ -36,6 +36,7 @@ class SessionRecord(NamedTuple):
     created_at: int | float
     cwd: str | None
     title: str | None
+    last_activity_at: int | float
     live: bool
     persisted: bool
 
@@ -63,22 +64,37 @@ class SessionQuery:
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session, newest first (ties by id, code-point order); reads no log."""
-        rows = await self._read("list_sessions")
-        live = self._sessions.live()
+        return self._with_live(await self._read("list_sessions"), self._sessions.live())
+
+    async def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRecord]:
+        """At most `limit` of `list_sessions`, in its order, from the first after `after`.
+
+        `after` is the (`created_at`, `id`) of the last record of the previous page (None: from
+        the newest); a page reads only its own rows of the store (see `SessionStore.list_sessions_page`).
+        """
+        live = [s for s in self._sessions.live() if after is None or _listing_key(s.header) > _listing_key(after)]
+        # The store's page, merged with the live sessions past the same key, holds the first
+        # `limit` of their union: any stored row past its page ranks after all of it.
+        rows = await self._read("list_sessions_page", limit, after)
+        return self._with_live(rows, live)[:limit]
+
+    @staticmethod
+    def _with_live(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
+        """Stored rows (newest first) as records, the live sessions merged in, in listing order."""
         if not live:  # the store's order already is newest first, ties by id
             stored, make = (False, True), SessionRecord._make
             return [make(row + stored) for row in rows]
-        records = {r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows}
+        records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
             title = latest_title(session.events)
-            stored = records.get(session.id)
             records[session.id] = SessionRecord(
                 session.id,
                 session.header.created_at,
                 session.header.cwd,
                 title["title"] if title else None,
+                last_activity(session),
                 live=True,
-                persisted=stored is not None,
+                persisted=session.id in records,
             )
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
 
@@ -90,8 +106,11 @@ class SessionQuery:
         target_cwd: str | None,
         limit: int,
         signal: asyncio.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Sessions matching `query`, ranked, as the store's `search_candidates` finds them.
+
+        `group_by_cwd=False` ranks without the cwd groups (`target_cwd` is then ignored).
 
         The store searches on a worker thread; setting `signal` (or cancelling the caller)
         stops it there promptly. Live sessions are matched by name from memory (their latest
@@ -109,7 +128,12 @@ class SessionQuery:
         try:
             rows = await asyncio.to_thread(
                 lambda: self._store().search_candidates(
-                    query, target_id=target_id, target_cwd=target_cwd, limit=limit + len(live), cancel=cancel
+                    query,
+                    target_id=target_id,
+                    target_cwd=target_cwd,
+                    limit=limit + len(live),
+                    cancel=cancel,
+                    group_by_cwd=group_by_cwd,
                 )
             )
         except asyncio.CancelledError:
@@ -126,7 +150,13 @@ class SessionQuery:
             title = latest_title(session.events)
             header = session.header
             named = CandidateRow(
-                session.id, header.created_at, header.cwd, title["title"] if title else None, None, 0.0
+                session.id,
+                header.created_at,
+                header.cwd,
+                title["title"] if title else None,
+                last_activity(session),
+                None,
+                0.0,
             )
             stored = found.get(session.id)
             if name_matches(needle, named.id, named.cwd, named.title):
@@ -134,8 +164,8 @@ class SessionQuery:
             elif stored is not None and stored.snippet is None:
                 del found[session.id]  # it matched on a name it no longer has
             elif stored is not None:
-                found[session.id] = stored._replace(title=named.title)
-        return sorted(found.values(), key=lambda row: rank_key(row, target_cwd))[:limit]
+                found[session.id] = stored._replace(title=named.title, last_activity_at=named.last_activity_at)
+        return sorted(found.values(), key=lambda row: rank_key(row, target_cwd, group_by_cwd))[:limit]
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title, or None; raises SessionNotFound for an unknown id."""
@@ -189,6 +219,18 @@ class SessionQuery:
         return await self._read("read_header", session_id)
 
 
+def last_activity(session: Session) -> int | float:
+    """When a live session last logged an event (its creation time while it has none)."""
+    events = session.events
+    return events[-1].time if events else session.header.created_at
+
+
+def _listing_key(session: SessionHeader | ListingKey) -> tuple[float, str]:
+    """A session's position in the newest-first listing as an ascending sort key."""
+    created_at, session_id = (session.created_at, session.id) if isinstance(session, SessionHeader) else session
+    return (-created_at, session_id)
+
+
 def live_surface(session: Session) -> SurfaceSnapshot:
     """A detached snapshot of a live session, taken synchronously (never half a compaction)."""
     events = [json.loads(session.event(seq).to_line()) for seq in session.surface.nodes]
@@ -217,6 +259,7 @@ def record_json(record: SessionRecord) -> Mapping[str, Any]:
     if record.cwd is not None:
         out["cwd"] = record.cwd
     out["title"] = record.title
+    out["lastActivityAt"] = record.last_activity_at
     out["live"] = record.live
     out["persisted"] = record.persisted
     return out

@@ -6,8 +6,9 @@ mirrors its choices, in a schema `dsh` of its own:
 - `events` keeps each event's full log line under the key `(session_pk, seq)`.
 - `surface` materialises every session's current surface (`ord` is the position key) with each
   node's `SurfaceText`, so surface reads never touch log-only or shadowed events.
-- `sessions` keeps the header, the next seq and ord, and the latest title, so listing reads no
-  log; for candidate search, the id, cwd and title lower-cased as Python lowers them
+- `sessions` keeps the header, the next seq and ord, the latest title and the time of the last
+  event, so listing reads no log (a page of it is a range of `sessions_newest_first`); for
+  candidate search, the id, cwd and title lower-cased as Python lowers them
   (`*_folded`, UTF-8 bytes), which a name match scans with `position`; and the team columns:
   `owner` (the role that created the session) and `reader` (one group role it is shared with,
   read-only).
@@ -53,13 +54,21 @@ from dsh_host.errors import ConfigError
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.settings import read_int, read_str, reject_unknown
-from dsh_host.store.base import CandidateRow, SearchCancelled, SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store.base import (
+    CandidateRow,
+    ListingKey,
+    SearchCancelled,
+    SessionNotFound,
+    SessionRow,
+    StoredTitle,
+    StoreError,
+)
 
 # The header and event lines are the same JSON text as in SQLite, made and read the same way.
 from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
 from dsh_host.store.search import body_words, name_needle, searchable_condition
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA = "dsh"
 DEFAULT_POOL_SIZE = 4
 DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
@@ -194,6 +203,23 @@ BEGIN
 END
 $f$;
 """,
+    r"""
+-- The time of each session's last event (its creation time while it has none), from the event
+-- line at next_seq - 1, whose envelope starts type, seq, time (a line that does not counts as none).
+-- Every role's sessions are filled: row-level security is lifted for this transaction only.
+ALTER TABLE dsh.sessions ADD COLUMN last_activity_at double precision;
+ALTER TABLE dsh.sessions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.events NO FORCE ROW LEVEL SECURITY;
+UPDATE dsh.sessions AS s SET last_activity_at = coalesce(
+    (SELECT substring(e.line FROM '^\{"type":"(?:[^"\\]|\\.)*","seq":[0-9]+,"time":([0-9]+)[,}]')::double precision
+        FROM dsh.events AS e WHERE e.session_pk = s.pk AND e.seq = s.next_seq - 1),
+    s.created_at
+);
+ALTER TABLE dsh.events FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.sessions ALTER COLUMN last_activity_at SET NOT NULL;
+GRANT UPDATE (last_activity_at) ON dsh.sessions TO PUBLIC;
+""",
 )
 # Python steps of a migration, by the version it creates, run after its statements.
 _FOLD_VERSION = 2
@@ -217,7 +243,15 @@ _INSERT_SURFACE = (
 )
 
 
-_LIST = "SELECT id, created_at, cwd, title FROM dsh.sessions ORDER BY created_at DESC, id"
+_LISTED = "id, created_at, cwd, title, last_activity_at"
+_LIST = f"SELECT {_LISTED} FROM dsh.sessions ORDER BY created_at DESC, id"
+# A page starts right after the key (created_at, id) in newest-first order: the index range below
+# that created_at, less the ties at it that sort before the id. It reads its rows' raw text too.
+_FIRST_PAGE = f"SELECT {_LISTED}, cwd_raw, title_raw FROM dsh.sessions ORDER BY created_at DESC, id LIMIT %(limit)s"
+_PAGE_AFTER = (
+    f"SELECT {_LISTED}, cwd_raw, title_raw FROM dsh.sessions "
+    "WHERE created_at <= %(at)s AND (created_at < %(at)s OR id > %(id)s) ORDER BY created_at DESC, id LIMIT %(limit)s"
+)
 _LIST_RAW = "SELECT id, cwd_raw, title_raw FROM dsh.sessions WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL"
 # Reads select a session's rows by its id, so they need not wait for the sessions row first: in
 # pipeline mode both statements go out together.
@@ -242,15 +276,15 @@ _NAMES = """names AS MATERIALIZED (
         OR position(%(needle)s IN title_folded) > 0
 )"""
 _RANKED = f"""
-SELECT r.id, r.created_at, r.cwd, r.cwd_raw, r.title, r.title_raw,
+SELECT r.id, r.created_at, r.cwd, r.cwd_raw, r.title, r.title_raw, r.last_activity_at,
     CASE WHEN r.text IS NOT NULL THEN
         CASE WHEN starts_with(r.text, h.h) THEN '' ELSE '…' END || h.h
         || CASE WHEN right(r.text, length(h.h)) = h.h THEN '' ELSE '…' END
     END,
     r.score
 FROM (
-    SELECT s.id, s.created_at, s.cwd, s.cwd_raw, s.title, s.title_raw, m.text, m.score,
-        CASE WHEN s.cwd IS NULL AND s.cwd_raw IS NULL THEN 1
+    SELECT s.id, s.created_at, s.cwd, s.cwd_raw, s.title, s.title_raw, s.last_activity_at, m.text, m.score,
+        CASE WHEN NOT %(grouped)s THEN 0 WHEN s.cwd IS NULL AND s.cwd_raw IS NULL THEN 1
             WHEN %(has_cwd)s AND s.cwd IS NOT DISTINCT FROM %(cwd)s AND s.cwd_raw IS NOT DISTINCT FROM %(cwd_raw)s
             THEN 0 ELSE 2 END AS grp
     FROM matched AS m JOIN dsh.sessions AS s ON s.pk = m.pk
@@ -305,6 +339,11 @@ def _split(value: str | None) -> tuple[str | None, bytes | None]:
 
 def _joined(text: str | None, raw: bytes | None) -> str | None:
     return text if raw is None else bytes(raw).decode("utf-8", "surrogatepass")
+
+
+def _time(value: float) -> int | float:
+    """A stored time as SQLite's NUMERIC column reads it back: an int when integral."""
+    return int(value) if value.is_integer() else value
 
 
 def _surface_fields(text: SurfaceText) -> tuple[Any, ...]:
@@ -605,7 +644,8 @@ class PostgresSessionStore:
         """Create the session's row; None when its id is taken (stored, if maybe invisible)."""
         row = conn.execute(
             "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord, id_folded, "
-            "cwd_folded) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING pk",
+            "cwd_folded, last_activity_at) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING pk",
             (
                 _id(header.id),
                 header.created_at,
@@ -613,6 +653,7 @@ class PostgresSessionStore:
                 json_text(json.dumps(header.to_json(), ensure_ascii=False)),
                 _fold(header.id),
                 _fold(header.cwd),
+                header.created_at,
             ),
         ).fetchone()
         return None if row is None else row[0]
@@ -655,9 +696,8 @@ class PostgresSessionStore:
             conn.execute("DELETE FROM dsh.surface WHERE session_pk = %s AND ord BETWEEN %s AND %s", (pk, lo, hi))
             self._insert_surface(conn, pk, [(lo, event.seq, *fields)])
         self._insert_surface(conn, pk, appended)
-        last = events[-1].seq
-        updates = "next_seq = %s, next_ord = %s"
-        params: list[Any] = [last + 1, next_ord]
+        updates = "next_seq = %s, next_ord = %s, last_activity_at = %s"
+        params: list[Any] = [events[-1].seq + 1, next_ord, events[-1].time]
         if title is not None:
             updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s, title_folded = %s"
             params.extend(title)
@@ -725,8 +765,8 @@ class PostgresSessionStore:
         make = SessionRow._make
         # As from SQLite's NUMERIC column, an integral time reads back as an int.
         listing = [
-            make((sid.decode("utf-8", "surrogatepass"), int(at) if at.is_integer() else at, cwd, title))
-            for sid, at, cwd, title in rows
+            make((sid.decode("utf-8", "surrogatepass"), _time(at), cwd, title, _time(active)))
+            for sid, at, cwd, title, active in rows
         ]
         if raw:  # the rare text that only bytea could hold
             for i, row in enumerate(listing):
@@ -735,6 +775,18 @@ class PostgresSessionStore:
                     cwd, title = found
                     listing[i] = row._replace(cwd=_joined(row.cwd, cwd), title=_joined(row.title, title))
         return listing
+
+    def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRow]:
+        """At most `limit` readable sessions of the listing, from the first after `after` (see `SessionStore`)."""
+        params: dict[str, Any] = {"limit": limit}
+        if after is not None:
+            params.update(at=after[0], id=_id(after[1]))
+        with self._read() as conn:
+            rows = conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall()
+        return [
+            SessionRow(_from_id(sid), _time(at), _joined(cwd, cwd_raw), _joined(title, title_raw), _time(active))
+            for sid, at, cwd, title, active, cwd_raw, title_raw in rows
+        ]
 
     def has(self, session_id: str) -> bool:
         with self._read() as conn:
@@ -758,6 +810,7 @@ class PostgresSessionStore:
         target_cwd: str | None,
         limit: int,
         cancel: threading.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Ranked readable sessions matching `query` by name or surface text (see `SessionStore`)."""
         needle, words = _fold(name_needle(query)), " ".join(body_words(query))
@@ -766,6 +819,7 @@ class PostgresSessionStore:
             "needle": needle,
             "words": words,
             "target": None if target_id is None else _id(target_id),
+            "grouped": group_by_cwd,
             "has_cwd": target_cwd is not None,
             "cwd": cwd,
             "cwd_raw": cwd_raw,
@@ -784,13 +838,14 @@ class PostgresSessionStore:
         return [
             CandidateRow(
                 _from_id(sid),
-                int(created) if created.is_integer() else created,
+                _time(created),
                 _joined(cwd, cwd_raw),
                 _joined(title, title_raw),
+                _time(active),
                 snippet,
                 score,
             )
-            for sid, created, cwd, cwd_raw, title, title_raw, snippet, score in rows
+            for sid, created, cwd, cwd_raw, title, title_raw, active, snippet, score in rows
         ]
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:

@@ -96,13 +96,15 @@ def searchable_condition(row: str) -> str:
     )
 
 
-def cwd_group(cwd: str | None, target_cwd: str | None) -> int:
-    """The spec's candidate groups: 0 the target's cwd, 1 no cwd, 2 any other cwd."""
+def cwd_group(cwd: str | None, target_cwd: str | None, grouped: bool = True) -> int:
+    """The spec's candidate groups: 0 the target's cwd, 1 no cwd, 2 any other cwd (all 0 when not `grouped`)."""
+    if not grouped:
+        return 0
     if cwd is None:
         return 1
     return 0 if target_cwd is not None and cwd == target_cwd else 2
 
 
-def rank_key(row: CandidateRow, target_cwd: str | None) -> tuple[Any, ...]:
+def rank_key(row: CandidateRow, target_cwd: str | None, grouped: bool = True) -> tuple[Any, ...]:
     """The order `search_candidates` returns rows in: group, name before body, relevance, newest, id."""
-    return (cwd_group(row.cwd, target_cwd), row.snippet is not None, row.score, -row.created_at, row.id)
+    return (cwd_group(row.cwd, target_cwd, grouped), row.snippet is not None, row.score, -row.created_at, row.id)

@@ -11,11 +11,13 @@ Schema choices, each for a figure the store must meet:
   shadowed events, so it costs time in proportion to the surface, not the log. Each row also
   keeps the node's `SurfaceText` (type, source, display text), so readers that need only the
   text of a conversation read small rows and decode no JSON.
-- `sessions` keeps the header, the next seq, and the latest title, so listing sessions with
-  titles reads no log.
+- `sessions` keeps the header, the next seq, the latest title and the time of the last event,
+  so listing sessions with titles and last activity reads no log; a page of the listing is a
+  range of the `sessions_newest_first` index.
 - `surface_fts` and `session_names` are the full-text indexes candidate search reads, kept by
   triggers in the transaction that writes the rows they mirror (see `dsh_host.store.sqlite_search`).
-  Schema version 2 added them; a version 1 database gets them on first open.
+  Schema version 2 added them, version 3 the last activity; an older database is upgraded on
+  first open.
 
 Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
 write different sessions at once. Reads run on per-thread connections, so async callers can
@@ -49,10 +51,10 @@ from dsh_host.session.events import (
 )
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import sqlite_search
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.rows import header_from_row, json_text, surface_snapshot, surface_texts
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -71,7 +73,8 @@ CREATE TABLE sessions (
     title TEXT,
     title_seq INTEGER,
     title_time INTEGER,
-    raw_surface_text INTEGER NOT NULL DEFAULT 0
+    raw_surface_text INTEGER NOT NULL DEFAULT 0,
+    last_activity_at NUMERIC NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
 CREATE TABLE events (
@@ -91,6 +94,26 @@ CREATE TABLE surface (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
 """
+
+# Version 3: the time of each session's last event (its creation time while it has none), read
+# from the event line at `next_seq - 1` (a line that is not JSON, which no reader could use, counts as none).
+_ADD_LAST_ACTIVITY = """
+ALTER TABLE sessions ADD COLUMN last_activity_at NUMERIC NOT NULL DEFAULT 0;
+UPDATE sessions SET last_activity_at = coalesce(
+    (SELECT CASE WHEN json_valid(line) THEN json_extract(line, '$.time') END FROM events
+        WHERE key = (sessions.pk << 32) | (sessions.next_seq - 1)),
+    created_at
+);
+"""
+
+_LISTED = "id, created_at, cwd, title, last_activity_at"
+# A page starts right after the key (created_at, id) in newest-first order: the index range
+# below that created_at, less the ties at it that sort before the id.
+_PAGE_AFTER = (
+    f"SELECT {_LISTED} FROM sessions WHERE created_at <= :at AND (created_at < :at OR id > :id) "
+    "ORDER BY created_at DESC, id LIMIT :limit"
+)
+_FIRST_PAGE = f"SELECT {_LISTED} FROM sessions ORDER BY created_at DESC, id LIMIT :limit"
 
 Progress = Callable[[int, int], None]
 """`progress(done, total)`: how far a long schema upgrade is (in sessions)."""
@@ -127,7 +150,7 @@ class _Batch:
     and Python looks only at the few events that touch the surface or the title.
     """
 
-    __slots__ = ("events", "first", "kinds", "last", "marked", "title")
+    __slots__ = ("events", "first", "kinds", "last", "last_time", "marked", "title")
 
     def __init__(self, header: SessionHeader, events: Sequence[Event]) -> None:
         first = events[0].seq
@@ -140,6 +163,7 @@ class _Batch:
             )
         self.events = events
         self.first, self.last = first, seqs[-1]
+        self.last_time = events[-1].time
         self.kinds = list(map(type_of, events))
         self.marked = list(compress(events, map(_MARKED_TYPES.__contains__, self.kinds)))
         self.title: _Title | None = None
@@ -294,23 +318,30 @@ class SqliteSessionStore:
                 f"{self.path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
                 "upgrade dsh to open it"
             )
-        if version not in (1, SCHEMA_VERSION):
+        if version < 1:
             self.close()
             raise StoreError(f"{self.path} has unknown schema version {version}")
         conn.execute("PRAGMA journal_mode = WAL")
-        if version == 1:
-            self._add_search_indexes(conn)
+        if version < SCHEMA_VERSION:
+            self._upgrade(conn)
 
-    def _add_search_indexes(self, conn: sqlite3.Connection) -> None:
-        """Upgrade version 1 to 2: create and fill the search indexes, in one transaction."""
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Bring an older schema to the current version in one transaction.
+
+        Version 2 added the search indexes (created and filled here), version 3 the last activity.
+        """
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+                version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
+                if version < 2:
                     for statement in _statements(sqlite_search.SEARCH_SCHEMA):
                         conn.execute(statement)
                     sqlite_search.fill_indexes(conn, self._progress)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if version < 3:
+                    for statement in _statements(_ADD_LAST_ACTIVITY):
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -360,14 +391,15 @@ class SqliteSessionStore:
         # A new session's first batch usually carries its title: writing it with the row indexes
         # the name once, where a later UPDATE would re-index it.
         cursor = conn.execute(
-            "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord, title, title_seq, title_time) "
-            "VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)",
+            "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord, title, title_seq, title_time, "
+            "last_activity_at) VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?, ?)",
             (
                 _id(header.id),
                 header.created_at,
                 _text(header.cwd),
                 json_text(json.dumps(header.to_json(), ensure_ascii=False)),
                 *(title or (None, None, None)),
+                header.created_at,
             ),
         )
         return cursor.lastrowid
@@ -382,11 +414,15 @@ class SqliteSessionStore:
             conn, pk, [event for event in batch.marked if event.surface_op is not None], next_ord
         )
         if batch.title is None or titled:
-            conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (batch.last + 1, next_ord, pk))
+            conn.execute(
+                "UPDATE sessions SET next_seq = ?, next_ord = ?, last_activity_at = ? WHERE pk = ?",
+                (batch.last + 1, next_ord, batch.last_time, pk),
+            )
         else:
             conn.execute(
-                "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
-                (batch.last + 1, next_ord, *batch.title, pk),
+                "UPDATE sessions SET next_seq = ?, next_ord = ?, last_activity_at = ?, title = ?, title_seq = ?, "
+                "title_time = ? WHERE pk = ?",
+                (batch.last + 1, next_ord, batch.last_time, *batch.title, pk),
             )
 
     def _write_surface(self, conn: sqlite3.Connection, pk: int, nodes: Sequence[Event], next_ord: int) -> int:
@@ -458,16 +494,18 @@ class SqliteSessionStore:
 
     def list_sessions(self) -> list[SessionRow]:
         """Every stored session, newest first (ties by id), with its latest title."""
-        rows = (
-            self._connection()
-            .execute("SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id")
-            .fetchall()
+        return _session_rows(
+            self._connection().execute(f"SELECT {_LISTED} FROM sessions ORDER BY created_at DESC, id").fetchall()
         )
-        make = SessionRow._make
-        return [
-            make((sid.decode("utf-8", "surrogatepass"), created, _from_text(cwd), _from_text(title)))
-            for sid, created, cwd, title in rows
-        ]
+
+    def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRow]:
+        """At most `limit` stored sessions of the listing, from the first after `after` (see `SessionStore`)."""
+        conn = self._connection()
+        if after is None:
+            rows = conn.execute(_FIRST_PAGE, {"limit": limit}).fetchall()
+        else:
+            rows = conn.execute(_PAGE_AFTER, {"at": after[0], "id": _id(after[1]), "limit": limit}).fetchall()
+        return _session_rows(rows)
 
     def has(self, session_id: str) -> bool:
         row = self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (_id(session_id),)).fetchone()
@@ -489,6 +527,7 @@ class SqliteSessionStore:
         target_cwd: str | None,
         limit: int,
         cancel: threading.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Ranked sessions matching `query` by name or surface text (see `SessionStore.search_candidates`)."""
         return sqlite_search.search(
@@ -499,6 +538,7 @@ class SqliteSessionStore:
             limit=limit,
             cancel=cancel,
             from_text=_from_text,
+            group_by_cwd=group_by_cwd,
         )
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
@@ -555,6 +595,14 @@ class SqliteSessionStore:
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         header, lines = self.read_lines(session_id)
         return header, [event_from_json(json.loads(line), expected_seq=i) for i, line in enumerate(lines)]
+
+
+def _session_rows(rows: list[tuple[Any, ...]]) -> list[SessionRow]:
+    make = SessionRow._make
+    return [
+        make((sid.decode("utf-8", "surrogatepass"), created, _from_text(cwd), _from_text(title), active))
+        for sid, created, cwd, title, active in rows
+    ]
 
 
 def _statements(script: str) -> Iterator[str]:
