@@ -7,7 +7,13 @@ core (URIs, mention markup and parsing, tag-safe JSON, the error type) and the s
 
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.jsjson import tag_safe_json
-from dsh_session_reference.mentions import ParsedText, SessionReferenceInput, format_mention, parse_text
+from dsh_session_reference.mentions import (
+    ParsedText,
+    SessionReferenceInput,
+    format_mention,
+    parse_reference,
+    parse_text,
+)
 from dsh_session_reference.service import Prepared, SessionReferenceService
 from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
@@ -22,6 +28,7 @@ __all__ = [
     "decode_uri",
     "encode_uri",
     "format_mention",
+    "parse_reference",
     "parse_text",
     "render_error_chain",
     "tag_safe_json",

@@ -20,9 +20,10 @@ from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
 from dsh_session_reference.frame import build_context
-from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
+from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_reference, parse_text
 from dsh_session_reference.projection import project_texts
 from dsh_session_reference.retention import retain_source
+from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 MAX_REFERENCES = 3
 DEFAULT_CANDIDATE_LIMIT = 50
@@ -45,8 +46,10 @@ def _positive_safe_int(value: Any) -> bool:
     return type(value) is int and 1 <= value <= MAX_SAFE_INTEGER
 
 
-def target_identity(target: Any) -> tuple[str, str | None]:
-    """The id and cwd of a target given as an agent, a session or a header."""
+def target_identity(target: Any) -> tuple[str | None, str | None]:
+    """The id and cwd of a target given as an agent, a session or a header; None for no target."""
+    if target is None:
+        return None, None
     for owner in (getattr(target, "session", None), target):
         header = getattr(owner, "header", None)
         if header is not None:
@@ -58,7 +61,11 @@ class SessionReferenceService:
     """Cross-session references over a session query service."""
 
     parse_text = staticmethod(parse_text)
+    parse_reference = staticmethod(parse_reference)
     format_mention = staticmethod(format_mention)
+    encode_uri = staticmethod(encode_uri)
+    decode_uri = staticmethod(decode_uri)
+    uri_scheme = SCHEME
 
     def __init__(
         self,
@@ -95,9 +102,11 @@ class SessionReferenceService:
     ) -> Prepared:
         """Turn references into one frozen snapshot context for the message `content`.
 
-        Checks in order: each reference's shape, self reference, duplicates (first label
-        wins), the count; then cancellation; then every source is read at once; any failure
-        rejects the whole call, so a host never sends a partial context.
+        `target` is the agent, session or header the message goes to, or None for none (a
+        snapshot handed outside dsh: then no reference is to itself). Checks in order: each
+        reference's shape, self reference, duplicates (first label wins), the count; then
+        cancellation; then every source is read at once; any failure rejects the whole call, so
+        a host never sends a partial context.
         """
         copied = json.loads(json.dumps(list(content)))
         target_id, _ = target_identity(target)
@@ -134,7 +143,7 @@ class SessionReferenceService:
         ]
         return Prepared(copied, [build_context(retained)])
 
-    def _normalize(self, references: Sequence[Any], target_id: str) -> list[SessionReferenceInput]:
+    def _normalize(self, references: Sequence[Any], target_id: str | None) -> list[SessionReferenceInput]:
         seen: set[str] = set()
         out: list[SessionReferenceInput] = []
         for ref in references:
