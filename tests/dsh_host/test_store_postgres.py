@@ -307,6 +307,39 @@ def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_s
         postgres_server.drop(database.name)
 
 
+def test_once_the_server_is_back_the_next_read_works_however_many_connections_went_stale(
+    postgres_server, postgres_database
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from psycopg import conninfo
+
+    from tests.proxy import Proxy
+
+    proxy = Proxy(postgres_server.host_port)
+    dsn = postgres_database.dsn()
+    role = conninfo.conninfo_to_dict(dsn)["user"]
+    (password,) = [
+        line.rsplit(":", 1)[1] for line in postgres_server.pgpass.read_text().splitlines() if f":{role}:" in line
+    ]
+    with postgres_server.pgpass.open("a") as fh:
+        fh.write(f"127.0.0.1:{proxy.port}:*:{role}:{password}\n")
+    store = PostgresSessionStore.open(conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port))
+    try:
+        store.import_log(SessionHeader(id="s", created_at=0), [])
+        with ThreadPoolExecutor(8) as pool:  # several pooled connections, all of which the outage kills
+            while store._pool.get_stats()["pool_size"] < 3:
+                list(pool.map(lambda _: store.read_surface_texts(["s"]), range(32)))
+        proxy.cut()
+        with pytest.raises(StoreError, match="PostgreSQL store: "):
+            store.list_sessions()
+        proxy.restore()
+        assert [row.id for row in store.list_sessions()] == ["s"]
+    finally:
+        store.close()
+        proxy.cut()
+
+
 def test_an_ordinary_role_cannot_init_and_nothing_is_created(postgres_server):
     database = postgres_server.database()
     try:

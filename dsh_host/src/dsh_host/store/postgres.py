@@ -554,6 +554,7 @@ class PostgresSessionStore:
         """
         if self._closed:
             raise StoreError(f"session store (PostgreSQL database {self.dbname!r}) is closed")
+        broken = False
         try:
             with self._pool.connection() as conn:
                 try:
@@ -562,6 +563,7 @@ class PostgresSessionStore:
                         yield conn
                         conn.execute("COMMIT")
                 except BaseException:
+                    broken = conn.broken
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                     raise
@@ -570,6 +572,11 @@ class PostgresSessionStore:
         except errors.UniqueViolation as exc:
             raise StoreError(f"PostgreSQL store: conflict with another writer: {_one_line(exc)}") from None
         except psycopg.Error as exc:
+            if broken:
+                # The server dropped the connection (it restarted, or went away): the pool's idle
+                # connections are as stale, so they are replaced now rather than failing the next
+                # calls one by one once the server is back.
+                self._pool.check()
             raise StoreError(f"PostgreSQL store: {_one_line(exc)}") from None
 
     def _read(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
