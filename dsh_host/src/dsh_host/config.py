@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp")
+DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp", "mcp")
 """Mounted when no configuration names plugins: the standard features, where installed."""
 
 DEFAULTS: dict[str, Any] = {

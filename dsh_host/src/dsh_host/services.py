@@ -47,6 +47,16 @@ class Services:
     def get(self, name: str, default: Any = None) -> Any:
         return self._items.get(name, default)
 
+    def providing(self, capability: type) -> Any:
+        """The first registered service that is a `capability` (a runtime-checkable protocol), or None.
+
+        For a feature asked for by what it does rather than by the name a plugin gave it.
+        """
+        for service in self._items.values():
+            if isinstance(service, capability):
+                return service
+        return None
+
     def owner_of(self, name: str) -> str | None:
         return self._owners.get(name)
 

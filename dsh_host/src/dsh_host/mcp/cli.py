@@ -1,0 +1,136 @@
+"""`dsh mcp`: serve one MCP client on stdin/stdout until EOF (or SIGTERM/SIGINT), then exit 0.
+
+From startup to exit stdout carries protocol frames only (`dsh_host.protocol_stdio`); logs,
+the SDK's included, go to stderr one line each. The end is bounded: calls in flight get a
+short grace (`dsh_host.mcp.stdio`), and a store read that still blocks a worker thread after
+that (a database that stopped answering) does not keep the process alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any
+
+import click
+
+from dsh_host import DshError, Host
+from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+from dsh_host.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
+
+log = logging.getLogger("dsh.mcp")
+
+THREADS_GRACE_SECONDS = 0.5
+"""How long the end waits for worker threads (store reads) after the calls were cancelled."""
+SDK_MISSING = "dsh mcp needs the MCP SDK: pip install 'dsh-host[mcp]'"
+NO_SNAPSHOTS = (
+    "dsh mcp needs session snapshots, which no mounted plugin provides: "
+    "install dsh-session-reference and mount its session-reference plugin"
+)
+
+
+class SnapshotsMissing(DshError):
+    """`dsh mcp` on a host without session-reference's snapshots (exit code 2)."""
+
+    exit_code = 2
+
+
+@click.command()
+@click.pass_obj
+def mcp(host: Host) -> None:
+    """Serve session search and session snapshots to one MCP client on stdin/stdout, until EOF.
+
+    Tools: search_sessions and read_sessions; resources: every session you can read, by its
+    dsh-session: URI. Reads only, through the configured store. Logs go to stderr.
+    """
+    if not is_pipe_or_socket(1):
+        raise click.UsageError("dsh mcp: stdout must be a pipe or a socket (it carries protocol frames only)")
+    if not is_pipe_or_socket(0, terminal=True):
+        raise click.UsageError("dsh mcp: stdin must be a pipe, a socket or a terminal")
+    if importlib.util.find_spec("mcp") is None:
+        raise click.UsageError(SDK_MISSING)
+    catalog = session_catalog(host)
+    with stdout_to_stderr() as protocol_out, _sdk_logs_like_dsh():
+        if not _run_bounded(_serve(catalog, protocol_out)):
+            # A worker thread is still blocked in a store read whose call was cancelled (a
+            # database that stopped answering): waiting for it would hold the client's shutdown
+            # hostage, so the process ends here, the store closed first.
+            log.warning("mcp: leaving a store read unfinished")
+            with contextlib.suppress(Exception):
+                host.close()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+def session_catalog(host: Host) -> SessionCatalog:
+    """The catalog `dsh mcp` serves for `host`; `SnapshotsMissing` when nothing provides snapshots."""
+    snapshots = host.services.providing(SnapshotService)
+    query = host.services.get("session_query")
+    if snapshots is None or query is None:
+        raise SnapshotsMissing(NO_SNAPSHOTS)
+    return SessionCatalog(query, snapshots)
+
+
+async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
+    from dsh_host import __version__
+    from dsh_host.mcp.server import build_server
+    from dsh_host.mcp.stdio import MAX_FRAME_BYTES, serve_stdio
+
+    server = build_server(catalog, version=__version__)
+    # Everything loaded so far (the SDK's many schema objects above all) lives as long as the
+    # process: the collector need not walk it again at every full collection a call triggers.
+    gc.freeze()
+    with stop_on_signals() as stop:
+        reader, writer = await stdio_streams(protocol_out, limit=MAX_FRAME_BYTES)
+        await serve_stdio(server, reader, writer, stop=stop)
+
+
+@contextlib.contextmanager
+def _sdk_logs_like_dsh() -> Iterator[None]:
+    """The SDK's log records through dsh's own stderr handlers (one line each), warnings and up."""
+    sdk, dsh = logging.getLogger("mcp"), logging.getLogger("dsh")
+    saved = sdk.handlers[:], sdk.level, sdk.propagate
+    sdk.handlers[:] = dsh.handlers
+    sdk.setLevel(max(dsh.getEffectiveLevel(), logging.WARNING))
+    sdk.propagate = False
+    try:
+        yield
+    finally:
+        sdk.handlers[:], level, sdk.propagate = saved
+        sdk.setLevel(level)
+
+
+def _run_bounded(main: Coroutine[Any, Any, None]) -> bool:
+    """Run `main` on a new event loop; False when its worker threads do not all end soon after.
+
+    As `asyncio.run`, except that the worker threads (store reads) are waited for at most
+    `THREADS_GRACE_SECONDS`, not for as long as they run.
+    """
+    loop = asyncio.new_event_loop()
+    workers = ThreadPoolExecutor(thread_name_prefix="dsh-mcp")
+    loop.set_default_executor(workers)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+    # A daemon thread waits for the workers, so this one can stop waiting.
+    waiting = threading.Thread(target=workers.shutdown, name="dsh-mcp-shutdown", daemon=True)
+    waiting.start()
+    waiting.join(THREADS_GRACE_SECONDS)
+    return not waiting.is_alive()
