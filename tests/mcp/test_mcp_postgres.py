@@ -124,7 +124,9 @@ async def test_a_database_gone_is_a_tool_error_and_the_next_call_works_once_it_i
 @pytest.fixture
 def held(postgres_server, postgres_database, tmp_path):
     """`dsh mcp` on a database whose sessions table another transaction holds locked, so reads wait."""
-    stored(postgres_database.open(), "held")
+    store = postgres_database.open()
+    stored(store, "held")
+    store.close()
     admin = postgres_server.admin(postgres_database.name)
     admin.autocommit = False
     admin.execute("LOCK TABLE dsh.sessions IN ACCESS EXCLUSIVE MODE")
