@@ -1,6 +1,6 @@
 """`dsh acp`: serve one ACP client on stdin/stdout until EOF (or SIGTERM/SIGINT), then exit 0.
 
-From startup to exit stdout carries protocol frames only (`dsh_host.protocol_stdio`).
+From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import IO
 
 import click
 
+from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
 from dsh_host.config import Config
 from dsh_host.host import Host
-from dsh_host.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
 
 log = logging.getLogger("dsh.acp")
 

@@ -1,9 +1,10 @@
 """`dsh mcp`: serve one MCP client on stdin/stdout until EOF (or SIGTERM/SIGINT), then exit 0.
 
-From startup to exit stdout carries protocol frames only (`dsh_host.protocol_stdio`); logs,
-the SDK's included, go to stderr one line each. The end is bounded: calls in flight get a
-short grace (`dsh_host.mcp.stdio`), and a store read that still blocks a worker thread after
-that (a database that stopped answering) does not keep the process alive.
+From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`);
+logs go to stderr (dsh's one line each; the SDK's, warnings and up, as the SDK formats them).
+The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), and a store read
+that still blocks a worker thread after that (a database that stopped answering) does not keep
+the process alive.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 import click
 
 from dsh_host import DshError, Host
+from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
 from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
-from dsh_host.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
 
 log = logging.getLogger("dsh.mcp")
 
@@ -58,7 +59,7 @@ def mcp(host: Host) -> None:
     if importlib.util.find_spec("mcp") is None:
         raise click.UsageError(SDK_MISSING)
     catalog = session_catalog(host)
-    with stdout_to_stderr() as protocol_out, _sdk_logs_like_dsh():
+    with stdout_to_stderr() as protocol_out:
         if not _run_bounded(_serve(catalog, protocol_out)):
             # A worker thread is still blocked in a store read whose call was cancelled (a
             # database that stopped answering): waiting for it would hold the client's shutdown
@@ -91,21 +92,6 @@ async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
     with stop_on_signals() as stop:
         reader, writer = await stdio_streams(protocol_out, limit=MAX_FRAME_BYTES)
         await serve_stdio(server, reader, writer, stop=stop)
-
-
-@contextlib.contextmanager
-def _sdk_logs_like_dsh() -> Iterator[None]:
-    """The SDK's log records through dsh's own stderr handlers (one line each), warnings and up."""
-    sdk, dsh = logging.getLogger("mcp"), logging.getLogger("dsh")
-    saved = sdk.handlers[:], sdk.level, sdk.propagate
-    sdk.handlers[:] = dsh.handlers
-    sdk.setLevel(max(dsh.getEffectiveLevel(), logging.WARNING))
-    sdk.propagate = False
-    try:
-        yield
-    finally:
-        sdk.handlers[:], level, sdk.propagate = saved
-        sdk.setLevel(level)
 
 
 def _run_bounded(main: Coroutine[Any, Any, None]) -> bool:
