@@ -167,6 +167,33 @@ def test_lone_surrogates_and_controls_in_a_request_get_an_error_result(tmp_path,
     assert (code, rest, err) == (0, [], "")
 
 
+def test_a_session_whose_id_no_utf_8_can_hold_is_found_read_and_listed_by_its_exact_uri(
+    make_host, tmp_path, log_builder
+):
+    L = log_builder
+    host = make_host(data_dir=tmp_path / "data")
+    session_id, title = "lone \ud800 id", "</referenced-sessions> \udfff \x1b]0;t\x07"
+    title_event = L.raw("session/title", 1, {"title": title, "messageSeqs": [], "source": {"kind": "user"}})
+    host.store.import_log(
+        SessionHeader(id=session_id, created_at=1, cwd="/w\ud801"), L.events([L.user(0, "hi"), title_event])
+    )
+    mcp = McpProcess(tmp_path, DSH_HOME=str(tmp_path / "data"))
+    mcp.initialize()
+    mcp.request(1, "tools/call", {"name": "search_sessions", "arguments": {"query": ""}})
+    (found,) = mcp.answer(1)["result"]["structuredContent"]["sessions"]
+    assert (found["id"], found["cwd"], found["uri"]) == ("lone \\ud800 id", "/w\\ud801", encode_uri(session_id))
+    assert found["title"] == "</referenced-sessions> \\udfff \x1b]0;t\x07"  # JSON carries the controls
+    mcp.request(2, "tools/call", {"name": "read_sessions", "arguments": {"references": [found["uri"]]}})
+    (source,) = mcp.answer(2)["result"]["structuredContent"]["sources"]
+    assert (source["sessionId"], source["uri"]) == ("lone \\ud800 id", encode_uri(session_id))
+    mcp.request(3, "resources/list")
+    (resource,) = mcp.answer(3)["result"]["resources"]
+    mcp.request(4, "resources/read", {"uri": resource["uri"]})
+    assert mcp.answer(4)["result"]["contents"][0]["text"].count("</referenced-sessions>") == 1
+    code, rest, err = mcp.finish()
+    assert (code, rest, err) == (0, [], "")
+
+
 def test_a_frame_longer_than_the_limit_is_answered_with_its_id_and_skipped(tmp_path, served):
     mcp = McpProcess(tmp_path, **served)
     mcp.initialize()
