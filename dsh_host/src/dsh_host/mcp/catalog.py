@@ -154,11 +154,12 @@ class SessionCatalog:
         return [self._found(row) for row in rows]
 
     def _found(self, row: CandidateRow | SessionRecord) -> FoundSession:
-        label = row.id if row.title is None else row.title
+        mention = self._snapshots.format_mention(row.id, row.id if row.title is None else row.title)
         return FoundSession(
             id=escape_lone_surrogates(row.id),
-            uri=self._snapshots.encode_uri(row.id),
-            mention=escape_lone_surrogates(self._snapshots.format_mention(row.id, label)),
+            # The mention ends with the URI in parentheses, and a URI holds no parenthesis.
+            uri=mention[mention.rindex("(") + 1 : -1],
+            mention=escape_lone_surrogates(mention),
             title=_text(row.title),
             cwd=_text(row.cwd),
             created_at=iso_utc(row.created_at),
