@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent, rebuild_request, request_json
+from dsh_host import Agent, hookimpl
+from dsh_host.log import rebuild_request, request_json
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import (
     error_finish_response,

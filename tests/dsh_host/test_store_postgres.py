@@ -212,7 +212,7 @@ def test_init_is_idempotent_and_every_session_table_has_forced_rls(postgres_data
 
 
 def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server, log_builder):
-    from dsh_host.store.postgres import _MIGRATIONS
+    from dsh_host.store.postgres.schema import MIGRATIONS
 
     database = postgres_server.database()
     try:
@@ -220,7 +220,7 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
             conn.execute("DROP SCHEMA dsh CASCADE")
             conn.execute(f"SET ROLE {database.owner}")
             conn.execute("CREATE SCHEMA dsh")
-            conn.execute(_MIGRATIONS[0])
+            conn.execute(MIGRATIONS[0])
             conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '1')")
             conn.execute("RESET ROLE")
         with psycopg.connect(database.dsn(), autocommit=True) as conn:  # a session its user wrote then
@@ -254,7 +254,7 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
 
 
 def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
-    from dsh_host.store.postgres import _MIGRATIONS
+    from dsh_host.store.postgres.schema import MIGRATIONS
 
     L = log_builder
     database = postgres_server.database()
@@ -264,7 +264,7 @@ def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_s
             conn.execute("DROP SCHEMA dsh CASCADE")
             conn.execute(f"SET ROLE {database.owner}")
             conn.execute("CREATE SCHEMA dsh")
-            for migration in _MIGRATIONS[:4]:
+            for migration in MIGRATIONS[:4]:
                 conn.execute(migration)
             conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '4')")
             conn.execute("RESET ROLE")
@@ -328,7 +328,7 @@ def test_once_the_server_is_back_the_next_read_works_however_many_connections_we
     try:
         store.import_log(SessionHeader(id="s", created_at=0), [])
         with ThreadPoolExecutor(8) as pool:  # several pooled connections, all of which the outage kills
-            while store._pool.get_stats()["pool_size"] < 3:
+            while store._pool._pool.get_stats()["pool_size"] < 3:
                 list(pool.map(lambda _: store.read_surface_texts(["s"]), range(32)))
         proxy.cut()
         with pytest.raises(StoreError, match="PostgreSQL store: "):
@@ -419,7 +419,7 @@ def test_settings_default_and_apply(postgres_database):
     assert connection_settings({"dsn": "dbname=x"}) == ("dbname=x", 4, 30_000)
     store = PostgresSessionStore.from_table({"dsn": postgres_database.dsn(), "statement_timeout_ms": 1234})
     try:
-        with store._transaction() as conn:
+        with store._pool.transaction() as conn:
             assert conn.execute("SHOW statement_timeout").fetchone() == ("1234ms",)
     finally:
         store.close()

@@ -21,7 +21,7 @@ def fixture_projection(log_builder: type[LogBuilder]) -> ProjectedSource:
     return project_surface(log_builder.header("source", cwd="/source"), 13, surface)
 
 
-def test_p1_fixture_projects_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
+def test_a_surface_projects_to_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
     assert fixture_projection(log_builder) == ProjectedSource(
         session_id="source",
         cwd="/source",
@@ -35,7 +35,7 @@ def test_p1_fixture_projects_human_checkpoint_and_assistant_text(log_builder: ty
     )
 
 
-def test_p1_golden_meta(log_builder: type[LogBuilder]) -> None:
+def test_the_meta_of_a_projection_is_exact_json(log_builder: type[LogBuilder]) -> None:
     retained = retain_source(fixture_projection(log_builder), "source", 65536)
     assert js_stringify(build_meta([retained])) == (
         '{"kind":"session-reference","version":1,"references":[{"sessionId":"source","label":"source",'
@@ -44,7 +44,7 @@ def test_p1_golden_meta(log_builder: type[LogBuilder]) -> None:
     )
 
 
-def test_p2_prompt_with_baked_snapshot_contributes_only_its_display_content(log_builder: type[LogBuilder]) -> None:
+def test_a_prompt_with_a_baked_snapshot_contributes_only_its_display_content(log_builder: type[LogBuilder]) -> None:
     envelope = {
         "displayContent": [log_builder.text("direct source question")],
         "prefixContexts": [

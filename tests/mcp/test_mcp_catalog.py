@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import SessionRecord, escape_lone_surrogates, join_surrogate_pairs
+from dsh_host import SessionRecord
 from dsh_host.mcp.catalog import SessionCatalog
+from dsh_host.text import escape_lone_surrogates, join_surrogate_pairs
 from dsh_session_reference import SessionReferenceService, encode_uri, parse_reference
 
 ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=30)

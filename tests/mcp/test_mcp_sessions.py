@@ -18,11 +18,11 @@ import pytest
 from mcp import Client, MCPError
 
 from dsh_host import Host
-from dsh_host.jstext import iso_utc
 from dsh_host.mcp.catalog import PAGE_SIZE
 from dsh_host.mcp.cli import NO_SNAPSHOTS, session_catalog
 from dsh_host.mcp.server import build_server
 from dsh_host.testing.cli import DshRunner
+from dsh_host.text import iso_utc
 from dsh_session_reference import encode_uri, format_mention
 from tests.mcp.corpus import HOSTILE_TITLE, Corpus, import_many, write_corpus
 

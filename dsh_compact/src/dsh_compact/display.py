@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_host import transcript_error, transcript_notice
+from dsh_host import ui
 
 COMPACTION_HEADER = "x-deepseek-harness-compact"
 """Marks a summary request, so DeepSeek's harness endpoint tells it from a loop step."""
@@ -15,5 +15,5 @@ def render_compact_end(data: Mapping[str, Any], transcript: Any) -> list[Any]:
     """`compact/end`: the failure, or that the conversation was compacted."""
     failure = data.get("error")
     if isinstance(failure, str):
-        return [transcript_error(f"Compaction failed: {failure}")]
-    return [transcript_notice("Conversation compacted.")]
+        return [ui.error(f"Compaction failed: {failure}")]
+    return [ui.notice("Conversation compacted.")]

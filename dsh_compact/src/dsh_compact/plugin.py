@@ -10,7 +10,7 @@ and marks its summary requests with a header.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_compact.cli import compact_command, compact_slash_command
@@ -23,10 +23,15 @@ from dsh_compact.scripted_reply import scripted_reply
 from dsh_compact.service import CompactionService
 from dsh_compact.summarizer import PURPOSE, ModelSummarizer
 from dsh_compact.targets import ModelTarget
-from dsh_host import ConfigError, Session, hookimpl
+from dsh_host import ConfigError, ModelRequest, Session, hookimpl
 
 if TYPE_CHECKING:
-    from dsh_host import Host, ResolvedModel
+    import click
+
+    from dsh_host import Host
+    from dsh_host.log import LogInvariant
+    from dsh_host.models import ResolvedModel
+    from dsh_host.ui import EventRenderer, SlashCommandHandler
 
 SERVICE = "compact"
 _AUTO_PLUGIN_NAME = "compact.auto"
@@ -84,36 +89,36 @@ def dsh_unmount(host: Host) -> None:
 
 
 @hookimpl
-def dsh_register_commands(cli: Any) -> None:
+def dsh_register_commands(cli: click.Group) -> None:
     """Add `dsh compact SESSION_ID`."""
     cli.add_command(compact_command)
 
 
 @hookimpl
-def dsh_register_slash_commands(register: Any) -> None:
+def dsh_register_slash_commands(register: Callable[[str, str, SlashCommandHandler], None]) -> None:
     """Add `/compact [RETAIN_TOKENS]` for the session of the terminal UI."""
     register("compact", "Compact the conversation now, keeping [RETAIN_TOKENS]", compact_slash_command)
 
 
 @hookimpl
-def dsh_log_invariants() -> tuple[Any, ...]:
+def dsh_log_invariants() -> Iterable[LogInvariant]:
     """The compaction bracket's rules (`dsh_compact.invariant`)."""
     return (check_compactions,)
 
 
 @hookimpl
-def dsh_register_renderers(register: Any) -> None:
+def dsh_register_renderers(register: Callable[[str, EventRenderer], None]) -> None:
     """Show `compact/end` in the transcript (`compact/start` prints nothing)."""
     register("compact/end", render_compact_end)
 
 
 @hookimpl
-def dsh_model_request_headers(provider: str, request: Any) -> dict[str, str] | None:
+def dsh_model_request_headers(provider: str, request: ModelRequest) -> Mapping[str, str] | None:
     """Mark summary requests with `x-deepseek-harness-compact: 1`."""
     return {COMPACTION_HEADER: "1"} if request.purpose == PURPOSE else None
 
 
 @hookimpl
-def dsh_scripted_reply(request: Any) -> str | None:
+def dsh_scripted_reply(request: ModelRequest) -> str | None:
     """The keyless model answers a summary request with a structured checkpoint."""
     return scripted_reply(request, PURPOSE)

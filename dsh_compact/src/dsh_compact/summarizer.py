@@ -17,7 +17,10 @@ from typing import Any, Protocol
 from dsh_compact.config import CompactConfig
 from dsh_compact.errors import SummarizationError
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
-from dsh_host import ModelRequest, ResolvedModel, Session, StreamAssembler, derive_event_message, js_trim
+from dsh_host import ModelRequest, Session
+from dsh_host.log import derive_event_message
+from dsh_host.models import ResolvedModel, StreamAssembler
+from dsh_host.text import js_trim
 
 COMPACTION_INSTRUCTION = "\n".join(
     (

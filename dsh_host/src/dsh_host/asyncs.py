@@ -1,4 +1,11 @@
-"""Async helpers: resolving hook results, and abandoning work when a cancel signal is set."""
+"""Async helpers (public namespace `dsh_host.asyncs`): resolving hook results, and abandoning
+work when a cancel signal is set.
+
+Hooks may return awaitables, so a plugin that calls a hook itself resolves what comes back
+with `resolve`. `abandon_on` lets a caller stop waiting for work that cannot be interrupted (a
+store read on a worker thread) as soon as its cancel signal is set; `ignore_outcome` keeps an
+abandoned future's late result or error from being reported as unhandled.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +16,14 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+__all__ = ["abandon_on", "ignore_outcome", "resolve"]
+
 
 async def resolve(value: Any) -> Any:
     """Await `value` until it is no longer awaitable (hooks may return coroutines)."""
     while inspect.isawaitable(value):
         value = await value
     return value
-
-
-async def resolve_all(values: list[Any]) -> list[Any]:
-    """Resolve each result of a non-firstresult hook call, in order."""
-    return [await resolve(v) for v in values]
 
 
 async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:

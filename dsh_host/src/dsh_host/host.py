@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
+from dsh_host.live_sessions import SessionRegistry
 from dsh_host.models.registry import ModelRegistry
 from dsh_host.query import SessionQuery
 from dsh_host.services import Services
-from dsh_host.session.registry import SessionRegistry
 from dsh_host.store.base import SessionStore
 from dsh_host.store.registry import open_store
 
 if TYPE_CHECKING:
-    from dsh_host.agent import Agent
+    from dsh_host.agent.agent import Agent
 
 HOST_PLUGIN = "dsh-host"
 BUILTIN_PLUGINS = ("dsh_host.builtins",)
@@ -133,7 +133,7 @@ class Host:
         `provider[:model]` spec (default `[host] model`). Close the agent with `await
         agent.close()`.
         """
-        from dsh_host.agent import Agent
+        from dsh_host.agent.agent import Agent
 
         resolved = self.models.resolve(model)
         if session_id is None:

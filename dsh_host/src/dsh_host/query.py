@@ -21,7 +21,7 @@ from dsh_host.store.search import name_matches, name_needle, rank_key
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
-    from dsh_host.session.registry import SessionRegistry
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
 
@@ -43,6 +43,8 @@ class SessionRecord(NamedTuple):
 
 @dataclass(frozen=True)
 class TitleSnapshot:
+    """A session's latest title: its text, the seq of its `session/title` event, and when it was set."""
+
     title: str
     event_seq: int
     updated_at: int

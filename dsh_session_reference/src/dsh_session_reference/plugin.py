@@ -1,12 +1,18 @@
 """The `session-reference` plugin: the service, `dsh ref`, and its terminal UI parts.
 
 Besides the service and the commands it registers how reference contexts look in the
-transcript (the `Referenced sessions · ...` card) and the `@` session completion source.
+transcript (the `Referenced sessions · ...` card) and the `@` session completion source; their
+module (`terminal`) loads rich, so it is imported only by the hooks that need it.
 """
 
 from __future__ import annotations
 
-from dsh_host import hookimpl, read_int, reject_unknown
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from dsh_host import Agent, Composition, Host, ModelRequest, hookimpl
+from dsh_host.settings import read_int, reject_unknown
 from dsh_session_reference.compose import compose
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.scripted_reply import scripted_reply
@@ -16,14 +22,19 @@ from dsh_session_reference.service import (
     MAX_REFERENCES,
     SessionReferenceService,
 )
-from dsh_session_reference.terminal import HINT, SessionCompletions, render_reference
+
+if TYPE_CHECKING:
+    import click
+
+    from dsh_host.hookspecs import RegisterCompletion
+    from dsh_host.ui import ContextRenderer
 
 TABLE = "plugins.session-reference"
 SERVICE = "session_references"
 
 
 @hookimpl
-def dsh_mount(host, config):
+def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
     """Validate `[plugins.session-reference]` and register `host.services.session_references`."""
     reject_unknown(TABLE, config, ("max_references", "candidate_limit", "max_reference_bytes"))
     service = SessionReferenceService(
@@ -38,7 +49,7 @@ def dsh_mount(host, config):
 
 
 @hookimpl
-def dsh_compose_message(agent, text, signal):
+def dsh_compose_message(agent: Agent, text: str, signal: asyncio.Event) -> Awaitable[Composition] | None:
     """Mentions in `text` become one snapshot context; text without mentions is left to others."""
     service = agent.host.services.get(SERVICE)
     if service is None:  # mounted on another host than this agent's
@@ -47,27 +58,33 @@ def dsh_compose_message(agent, text, signal):
 
 
 @hookimpl
-def dsh_register_commands(cli):
+def dsh_register_commands(cli: click.Group) -> None:
+    """Add `dsh ref`."""
     from dsh_session_reference.cli import ref
 
     cli.add_command(ref)
 
 
 @hookimpl
-def dsh_register_context_renderers(register):
+def dsh_register_context_renderers(register: Callable[[str, ContextRenderer], None]) -> None:
     """Show a reference context as its `Referenced sessions · ...` card."""
+    # Imported here: the terminal parts load rich, which only a transcript needs.
+    from dsh_session_reference.terminal import render_reference
+
     register(META_KIND, render_reference)
 
 
 @hookimpl
-def dsh_register_completions(host, register):
+def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
     """Offer the other sessions of `host` for an unquoted `@` token."""
+    from dsh_session_reference.terminal import HINT, SessionCompletions
+
     service = host.services.get(SERVICE)
     if service is not None:
         register(SessionCompletions(service), HINT)
 
 
 @hookimpl
-def dsh_scripted_reply(request):
+def dsh_scripted_reply(request: ModelRequest) -> str | None:
     """The keyless model acknowledges a referenced-session snapshot it was given."""
     return scripted_reply(request)

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
-from dsh_host import SurfaceText, has_surrogate, join_surrogate_pairs, surface_text
+from dsh_host import SurfaceText
+from dsh_host.log import surface_text
+from dsh_host.text import has_surrogate, join_surrogate_pairs
 
 Role = Literal["user", "assistant"]
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import ignore_outcome
+from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of
@@ -168,7 +168,7 @@ class SessionReferenceService:
     ) -> list[Candidate]:
         """Sessions the target may mention, ranked; the query service's store does the search.
 
-        A session matches on its id, cwd or latest title (ranked as the spec's candidates), or
+        A session matches on its id, cwd or latest title (ranked by cwd group, then newest first), or
         on what was said in it (then the candidate carries a snippet, and ranks after the name
         matches of its cwd group).
         """

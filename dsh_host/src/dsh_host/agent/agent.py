@@ -386,7 +386,7 @@ class Agent:
     def _publish_event(self, session: Session, event: Event) -> None:
         caller = self.host.hook.dsh_session_event
         if caller.get_hookimpls():  # the common case, nobody listening, costs one check
-            emit(caller, {"session": session, "event": event}, self._track_awaitable)
+            emit(caller, {"host": self.host, "session": session, "event": event}, self._track_awaitable)
 
     def notify(self, hook: str, **arguments: Any) -> None:
         """Call the observation hook named `hook` with `arguments` on every implementation.

@@ -26,7 +26,7 @@ from dsh_host.cli.sessions import describe_event
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
-from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.terminal_text import display_inline_text, display_text
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from dsh_host.cli.progress_bar import drawing_progress
 from dsh_host.config import load_config
 from dsh_host.errors import DshError
 from dsh_host.host import Host
-from dsh_host.tui.terminal_text import display_text
+from dsh_host.terminal_text import display_text
 
 _GLOBAL_OPTIONS_HELP = """\b
 Global options (before the command):

@@ -14,7 +14,7 @@ from dsh_host.errors import DshError
 from dsh_host.host import Host
 from dsh_host.session.events import Event
 from dsh_host.session.session import Session
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 
 KEYLESS_NOTICE = 'the scripted model answers (keyless); set [host] model = "openai:deepseek-chat" for a real one'
 

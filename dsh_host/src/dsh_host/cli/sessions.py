@@ -14,13 +14,13 @@ import click
 
 from dsh_host.errors import ConfigError, DshError
 from dsh_host.host import Host
-from dsh_host.jstext import iso_utc
 from dsh_host.query import record_json
-from dsh_host.session.check import Violation, check_log
+from dsh_host.session.check import Finding, Note, check_log
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.jsonl import InvalidLog, export_lines, read_logs
 from dsh_host.store.base import SessionNotFound, StoreError
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.text import iso_utc
 
 
 class ImportFailed(DshError):
@@ -28,7 +28,7 @@ class ImportFailed(DshError):
 
 
 class LogViolations(DshError):
-    """Stored logs that break a log invariant (each violation was printed)."""
+    """Stored logs that break a log invariant, or carry notes under `--strict` (each finding was printed)."""
 
 
 @click.group()
@@ -241,35 +241,50 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
 
 @sessions.command()
 @click.argument("session_id", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print violations as JSON lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON lines.")
+@click.option("--strict", is_flag=True, help="Fail on notes too, not only on violations.")
 @click.pass_obj
-def check(host: Host, session_id: str | None, as_json: bool) -> None:
+def check(host: Host, session_id: str | None, as_json: bool, strict: bool) -> None:
     """Check stored logs against the log invariants (every session when none is named).
 
-    Prints one line per violation: the session, the event's seq (`-` for the header), the rule
-    and what broke; exits 1 when there is any. The mounted plugins add the rules of their own
-    event types (`dsh_log_invariants`).
+    Prints one line per finding: the session, the event's seq (`-` for the header), whether it
+    is a violation or a note, the rule and what was found. A violation breaks a rule of the log
+    format; a note is about a log that breaks none but, say, cannot be resumed. Exits 1 when
+    there is a violation (or, with `--strict`, any finding). The mounted plugins add the rules
+    of their own event types (`dsh_log_invariants`).
     """
     invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
     ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
-    violations = broken = 0
+    violations = notes = failed = 0
     for sid in ids:
         try:
             header, events = host.store.read_events(sid)
         except SessionNotFound as exc:
             raise DshError(str(exc)) from None
         found = check_log(header, events, invariants)
-        broken += bool(found)
-        violations += len(found)
-        for violation in found:
-            click.echo(_violation_line(sid, violation, as_json))
-    if violations:
-        raise LogViolations(f"{violations} violation(s) in {broken} of {len(ids)} session(s)")
+        session_notes = sum(isinstance(finding, Note) for finding in found)
+        violations += len(found) - session_notes
+        notes += session_notes
+        failed += len(found) > (0 if strict else session_notes)
+        for finding in found:
+            click.echo(_finding_line(sid, finding, as_json))
+    if violations or (strict and notes):
+        counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
+        raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
 
 
-def _violation_line(session_id: str, violation: Violation, as_json: bool) -> str:
+def _finding_line(session_id: str, finding: Finding, as_json: bool) -> str:
+    kind = "note" if isinstance(finding, Note) else "violation"
     if as_json:
-        record = {"session": session_id, "seq": violation.seq, "rule": violation.rule, "message": violation.message}
+        record = {
+            "session": session_id,
+            "seq": finding.seq,
+            "kind": kind,
+            "rule": finding.rule,
+            "message": finding.message,
+        }
         return inert_json(json.dumps(record, ensure_ascii=False))
-    seq = "-" if violation.seq is None else str(violation.seq)
-    return f"{display_inline_text(session_id)}  seq {seq}  {violation.rule}  {display_inline_text(violation.message)}"
+    seq = "-" if finding.seq is None else str(finding.seq)
+    return (
+        f"{display_inline_text(session_id)}  seq {seq}  {kind}  {finding.rule}  {display_inline_text(finding.message)}"
+    )

@@ -17,17 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dsh_host import (
-    CandidateRow,
-    DshError,
-    SessionNotFound,
-    SessionQuery,
-    SessionRecord,
-    display_text,
-    escape_lone_surrogates,
-    iso_utc,
-)
+from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
 from dsh_host.store.base import ListingKey
+from dsh_host.text import escape_lone_surrogates, iso_utc
 
 PAGE_SIZE = 200
 """Resources per `resources/list` page."""

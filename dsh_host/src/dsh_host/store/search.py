@@ -32,7 +32,7 @@ def name_needle(query: str) -> str:
 
 
 def name_matches(needle: str, session_id: str, cwd: str | None, title: str | None) -> bool:
-    """Whether a session matches `needle` (from `name_needle`) by name, as the spec's candidates do."""
+    """Whether a session matches `needle` (from `name_needle`) by name: in its id, cwd or latest title."""
     return (
         needle in session_id.lower()
         or (cwd is not None and needle in cwd.lower())
@@ -97,7 +97,7 @@ def searchable_condition(row: str) -> str:
 
 
 def cwd_group(cwd: str | None, target_cwd: str | None, grouped: bool = True) -> int:
-    """The spec's candidate groups: 0 the target's cwd, 1 no cwd, 2 any other cwd (all 0 when not `grouped`)."""
+    """The group a candidate ranks in: 0 the target's cwd, 1 no cwd, 2 any other cwd (all 0 when not `grouped`)."""
     if not grouped:
         return 0
     if cwd is None:

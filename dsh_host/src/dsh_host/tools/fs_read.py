@@ -192,7 +192,7 @@ LIST_DIR = Tool(
 
 
 @hookimpl
-def dsh_register_tools(register):
+def dsh_register_tools(register: Callable[[Tool], None]) -> None:
     """Register `read_file` and `list_dir` for the agent being built."""
     register(READ_FILE)
     register(LIST_DIR)

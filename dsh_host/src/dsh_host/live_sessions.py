@@ -13,6 +13,8 @@ import secrets
 from collections.abc import Callable
 from itertools import compress
 
+from dsh_host.errors import DshError
+from dsh_host.session.check import resume_refusal
 from dsh_host.session.events import SessionHeader, type_of
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
@@ -73,6 +75,10 @@ class SessionRegistry:
         header, events = await asyncio.to_thread(lambda: self._store().read_events(session_id))
         if session_id in self._live:  # resumed by another task while we read
             return self._live[session_id]
+        refusal = resume_refusal(header, events)
+        if refusal is not None:
+            # Such a log reads, exports and can be referenced; a turn on it would fail mid-way.
+            raise DshError(f"session {session_id} cannot be resumed: {refusal}", code="NOT_RESUMABLE")
         session = Session(header, events)
         if latest_title(events) is None:
             self._untitled.add(session_id)
