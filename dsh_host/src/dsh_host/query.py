@@ -156,9 +156,9 @@ class SessionQuery:
                 header.created_at,
                 header.cwd,
                 title["title"] if title else None,
-                last_activity(session),
                 None,
                 0.0,
+                last_activity(session),
             )
             stored = found.get(session.id)
             if name_matches(needle, named.id, named.cwd, named.title):

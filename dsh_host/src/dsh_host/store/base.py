@@ -40,15 +40,16 @@ class SessionRow(NamedTuple):
     """A session as listed: header fields, the latest title and the last activity, read without the log.
 
     `last_activity_at` is the time of the session's last stored event (milliseconds since the
-    epoch), its `created_at` while it has none. A named tuple rather than a frozen dataclass:
-    listing builds one per session, and a tuple is several times cheaper to build.
+    epoch), its `created_at` while it has none; a store always knows it, a session source may
+    not (None). A named tuple rather than a frozen dataclass: listing builds one per session,
+    and a tuple is several times cheaper to build.
     """
 
     id: str
     created_at: int | float
     cwd: str | None
     title: str | None
-    last_activity_at: int | float
+    last_activity_at: int | float | None = None
 
 
 ListingKey = tuple[int | float, str]
@@ -62,19 +63,20 @@ class SearchCancelled(StoreError):
 class CandidateRow(NamedTuple):
     """A session found by `search_candidates`, in rank order.
 
-    The first five fields are a `SessionRow`'s. `snippet` is None for a match on the id, title or
-    cwd (or an empty query); for a match on the surface text it is a short excerpt around the
-    match, raw (not yet terminal-safe). `score` is the body match's relevance (BM25, lower is
-    better; 0.0 for the others).
+    `snippet` is None for a match on the id, title or cwd (or an empty query); for a match on
+    the surface text it is a short excerpt around the match, raw (not yet terminal-safe). `score`
+    is the body match's relevance (BM25, lower is better; 0.0 for the others).
+    `last_activity_at` is as in `SessionRow` (last, with a default, so a session source that
+    does not know it need not name it).
     """
 
     id: str
     created_at: int | float
     cwd: str | None
     title: str | None
-    last_activity_at: int | float
     snippet: str | None
     score: float
+    last_activity_at: int | float | None = None
 
 
 @dataclass(frozen=True)

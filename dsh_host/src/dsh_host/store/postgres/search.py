@@ -108,9 +108,9 @@ def search(
             time_from_postgres(created),
             from_postgres(cwd, cwd_raw),
             from_postgres(title, title_raw),
-            time_from_postgres(active),
             snippet,
             score,
+            time_from_postgres(active),
         )
         for sid, created, cwd, cwd_raw, title, title_raw, active, snippet, score in found
     ]

@@ -186,9 +186,9 @@ def search(
                 created,
                 from_sqlite(cwd),
                 from_sqlite(title),
-                active,
                 None if key is None else cut(from_sqlite(texts[key])),
                 score,
+                active,
             )
         )
         for sid, created, cwd, title, active, key, score in rows
