@@ -20,6 +20,7 @@ DISTRIBUTIONS = {
     "dsh_host": ROOT / "dsh_host" / "src" / "dsh_host",
     "dsh_compact": ROOT / "dsh_compact" / "src" / "dsh_compact",
     "dsh_session_reference": ROOT / "dsh_session_reference" / "src" / "dsh_session_reference",
+    "dsh_sources": ROOT / "dsh_sources" / "src" / "dsh_sources",
 }
 
 

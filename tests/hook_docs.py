@@ -101,6 +101,7 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
             ("dsh_register_tools", "registration"),
             ("dsh_register_slash_commands", "registration"),
             ("dsh_register_stores", "registration"),
+            ("dsh_register_session_sources", "registration"),
         ],
     ),
     (

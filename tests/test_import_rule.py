@@ -1,6 +1,6 @@
 """The public-API rule: code outside dsh_host imports only public names.
 
-The plugins (dsh_compact, dsh_session_reference, dsh_retention) and examples/ are what a plugin
+The plugins (dsh_compact, dsh_session_reference, dsh_retention, dsh_sources) and examples/ are what a plugin
 or host author writes: what they take from `dsh_host` must be one of its exported names
 (`dsh_host.__all__`) or a public sub-namespace, and what they take from a public sub-namespace
 must be in its `__all__`; any other `dsh_host.<submodule>` is private.
@@ -23,6 +23,7 @@ OUTSIDE = [
     ROOT / "dsh_compact" / "src",
     ROOT / "dsh_session_reference" / "src",
     ROOT / "dsh_retention" / "src",
+    ROOT / "dsh_sources" / "src",
     ROOT / "examples",
 ]
 SOURCES = sorted(path for folder in OUTSIDE for path in folder.rglob("*.py"))
@@ -55,6 +56,7 @@ def test_there_are_sources_to_check():
         "dsh_compact",
         "dsh_session_reference",
         "dsh_retention",
+        "dsh_sources",
         "examples",
     }
     assert all(any(path.is_relative_to(folder) for path in SOURCES) for folder in OUTSIDE)

@@ -118,7 +118,17 @@ def test_no_module_of_dsh_host_imports_a_higher_layer():
 
 def test_the_two_stores_share_only_what_lies_below_them():
     store = HOST / "store"
-    layers = {"base": 1, "codec": 1, "rows": 1, "search": 1, "registry": 1, "sqlite": 2, "postgres": 2, "store": 3}
+    layers = {
+        "base": 1,
+        "codec": 1,
+        "rows": 1,
+        "search": 1,
+        "registry": 1,
+        "relevance": 1,
+        "sqlite": 2,
+        "postgres": 2,
+        "store": 3,
+    }
     assert units(store) == set(layers)
     assert layer_violations(store, layers) == []
     assert [str(i) for here, there, i in edges(store) if {here, there} == {"sqlite", "postgres"}] == []

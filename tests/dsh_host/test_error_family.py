@@ -196,5 +196,5 @@ def test_every_logger_is_named_under_dsh() -> None:
     assert names
     # `dsh` itself only where the command line installs its handler for all of them.
     assert {where: name for where, name in names.items() if not name.startswith("dsh.")} == {
-        where: "dsh" for where in names if where.startswith("main.py:")
+        where: "dsh" for where in names if where.startswith("stderr.py:")
     }

@@ -9,17 +9,21 @@ original request failure to stand.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_compact.config import TargetPressureConfigError
-from dsh_compact.service import CompactionService
 from dsh_compact.targets import CompactAgent, routed_target
-from dsh_compact.transaction import CompactionResult
-from dsh_host import Agent, hookimpl
-from dsh_host.hookspecs import Json
+from dsh_host import hookimpl
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_compact.service import CompactionService
+    from dsh_compact.transaction import CompactionResult
+    from dsh_host import Agent
+    from dsh_host.hookspecs import Json
 
 log = logging.getLogger("dsh.compact")
 

@@ -5,14 +5,19 @@ Hooks may return awaitables, so a plugin that calls a hook itself resolves what 
 with `resolve`. `abandon_on` lets a caller stop waiting for work that cannot be interrupted (a
 store read on a worker thread) as soon as its cancel signal is set; `ignore_outcome` keeps an
 abandoned future's late result or error from being reported as unhandled.
+
+Importing this namespace does not load asyncio: the helpers run on an event loop, which has
+loaded it, so a plugin can import them at the top of a module that mounting loads.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -32,6 +37,8 @@ async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], Ba
     Abandoned work keeps running (a store read or a directory walk in a thread cannot be
     interrupted); its late outcome is consumed, so it is never reported as unhandled.
     """
+    import asyncio
+
     future = asyncio.ensure_future(work)
     if cancel is None:
         return await future

@@ -2,25 +2,28 @@
 
 They provide the last-resort results of the waterfall hooks, the two built-in model adapters
 and the embedded SQLite store. Optional built-in features (the read-only file tools) are
-separate entry-point plugins instead, so configuration can leave them out.
+separate entry-point plugins instead, so configuration can leave them out. Every host
+registers this module, so each hook imports what it returns: a command that runs no agent
+loads none of it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dsh_host.agent.composition import Composition
-from dsh_host.agent.decisions import Allow, Continue, Stop
 from dsh_host.hookspecs import Json, StoreFactory, hookimpl
 from dsh_host.settings import read_str, reject_unknown
 
 if TYPE_CHECKING:
+    import asyncio
+
     import click
 
     from dsh_host.agent.agent import Agent
+    from dsh_host.agent.composition import Composition
+    from dsh_host.agent.decisions import Allow, Continue, Stop
     from dsh_host.host import Host
     from dsh_host.models.registry import AdapterFactory
     from dsh_host.store.base import SessionStore
@@ -35,6 +38,8 @@ def dsh_prompt_submit(
     agent: Agent, content: Sequence[Json], source: Json | None, signal: asyncio.Event, contexts: Sequence[Json]
 ) -> Allow:
     """Default allow: the record's contexts become the additional contexts (none: no key)."""
+    from dsh_host.agent.decisions import Allow
+
     return Allow(additional_contexts=list(contexts)) if contexts else Allow()
 
 
@@ -84,6 +89,8 @@ def dsh_agent_turn_continuation(
 @hookimpl(trylast=True)
 def dsh_compose_message(agent: Agent, text: str, signal: asyncio.Event) -> Composition:
     """Without a composing plugin, the text goes out as typed."""
+    from dsh_host.agent.composition import Composition
+
     return Composition.text(text)
 
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from dsh_host.session.check import LogInvariant
     from dsh_host.session.events import Event
     from dsh_host.session.session import Session
+    from dsh_host.sources.base import SessionSource
     from dsh_host.store.base import SessionStore
     from dsh_host.tools.base import Tool
     from dsh_host.tui.mentions import CompletionSource
@@ -53,6 +54,7 @@ __all__ = [
     "Json",
     "MaybeAwaitable",
     "RegisterCompletion",
+    "SourceFactory",
     "StoreFactory",
     "hookimpl",
     "hookspec",
@@ -75,6 +77,9 @@ Json = Mapping[str, Any]
 
 StoreFactory = Callable[["Host", dict[str, Any]], "SessionStore"]
 """`factory(host, table)`: opens the store `dsh_register_stores` registered, from its table."""
+
+SourceFactory = Callable[["Host", dict[str, Any]], "SessionSource"]
+"""`factory(host, table)`: opens the source `dsh_register_session_sources` registered, from its table."""
 
 
 class RegisterCompletion(Protocol):
@@ -473,6 +478,22 @@ def dsh_register_stores(register: Callable[[str, StoreFactory], None]) -> None:
     raise `dsh_host.ConfigError` naming the table, key and value for a bad one, or
     `dsh_host.StoreError` when the store cannot be opened. Registering a name twice is an
     error. The host's own `sqlite` store is registered through this hook. The result is ignored.
+    """
+
+
+@hookspec
+def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
+    """Register read-only session sources: the sessions of other agents, read in place.
+
+    Called once by the host when it first needs its sources (a listing, a search, a read of a
+    source's session), on every mounted plugin. `register(name, factory)` adds a source under
+    `name`, which prefixes the ids of its sessions (`<name>:<the agent's own id>`); `factory(host,
+    table)` opens and returns a `dsh_host.sources.SessionSource`, where `table` is the `[sources.<name>]`
+    configuration table as a plain dict (empty when absent): validate it and raise
+    `dsh_host.ConfigError` naming the table, key and value for a bad one. A name must be
+    non-empty and hold no `:`; registering a name twice is an error. A source answers the read
+    half of the store protocol only: the host refuses every write, import, compaction or delete
+    of its sessions with a `dsh_host.sources.SourceReadOnly` line. The result is ignored.
     """
 
 

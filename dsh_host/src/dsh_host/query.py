@@ -1,13 +1,16 @@
-"""The session query service (`host.services.session_query`): the read side of the store.
+"""The session query service (`host.services.session_query`): the read side of the store and sources.
 
-A session live in this process is answered from memory; others from the store, each read in
-one read transaction on a worker thread so concurrent reads overlap and a caller can stop
-waiting for one (a late result is simply dropped).
+A session live in this process is answered from memory; a session whose id carries a mounted
+source's prefix from that source; others from the store, each read in one read transaction on
+a worker thread so concurrent reads overlap and a caller can stop waiting for one (a late
+result is simply dropped). Listings and candidate searches answer from the store and every
+mounted source alike (`dsh_host.sources.ranking` puts their candidates in one order). A
+synchronous caller (a command) lists sessions with `list_sessions_now`, which reads on its own
+thread and needs no event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -16,11 +19,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.sources.ranking import merge_candidates, store_scorer
+from dsh_host.sources.registry import SessionSources
 from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, SessionStore
-from dsh_host.store.search import name_matches, name_needle, rank_key
+from dsh_host.store.search import name_matches, name_needle
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
+    # asyncio is imported where a coroutine needs it (it is loaded by then): a command that
+    # only lists sessions never loads it.
+    import asyncio
+
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
@@ -29,16 +38,19 @@ class SessionRecord(NamedTuple):
     """A listed session: header fields, latest title, last activity, and where it lives.
 
     A named tuple (immutable, fields by name) because listing builds one per session: it is
-    several times cheaper to build than a frozen dataclass.
+    several times cheaper to build than a frozen dataclass. `last_activity_at` is the time of
+    the session's last event (None when a session source does not say); `source` names the
+    session source serving a session another agent keeps (None for dsh's own sessions).
     """
 
     id: str
     created_at: int | float
     cwd: str | None
     title: str | None
-    last_activity_at: int | float
+    last_activity_at: int | float | None
     live: bool
     persisted: bool
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,40 +63,106 @@ class TitleSnapshot:
 
 
 class SessionQuery:
-    """Read sessions, live or persisted. All methods are coroutines."""
+    """Read sessions, live or persisted. Every method but `list_sessions_now` is a coroutine."""
 
-    def __init__(self, sessions: SessionRegistry, store: Callable[[], SessionStore]) -> None:
+    def __init__(
+        self,
+        sessions: Callable[[], SessionRegistry | None],
+        store: Callable[[], SessionStore],
+        sources: Callable[[], SessionSources] | None = None,
+    ) -> None:
+        """`sessions()` is the host's registry of live sessions, or None while it has made none
+        (every session is then answered from the store or a source); `store()` opens the store
+        on first use; `sources()` are the mounted session sources."""
         self._sessions = sessions
         self._store = store
+        self._sources = sources if sources is not None else _no_sources
 
     def _live(self, session_id: str) -> Session | None:
-        return self._sessions.get(session_id)
+        registry = self._sessions()
+        return registry.get(session_id) if registry is not None else None
 
-    async def _read(self, operation: str, *args: Any) -> Any:
-        """Run a store read on a worker thread (the store is opened there too, on first use)."""
-        return await asyncio.to_thread(lambda: getattr(self._store(), operation)(*args))
+    def _live_sessions(self) -> list[Session]:
+        registry = self._sessions()
+        return registry.live() if registry is not None else []
+
+    def _backend(self, session_id: str) -> Any:
+        """The source serving `session_id`, else the store (either opened here, on first use)."""
+        source = self._sources().for_session(session_id)
+        return source if source is not None else self._store()
+
+    async def _read(self, operation: str, session_id: str) -> Any:
+        """Run a read of one session on a worker thread, on the source or store that has it."""
+        import asyncio
+
+        return await asyncio.to_thread(lambda: getattr(self._backend(session_id), operation)(session_id))
 
     async def list_sessions(self) -> list[SessionRecord]:
-        """Every session, newest first (ties by id, code-point order); reads no log."""
-        return self._with_live(await self._read("list_sessions"), self._sessions.live())
+        """Every session of the store and the sources, newest first (ties by id, code-point order); reads no log."""
+        import asyncio
+
+        sources = self._sources()
+
+        def list_source(name: str) -> list[SessionRow]:
+            return sources.get(name).list_sessions()
+
+        listings = [asyncio.to_thread(lambda: self._store().list_sessions())]
+        listings += [asyncio.to_thread(list_source, name) for name in sources.names]
+        rows, *by_source = await asyncio.gather(*listings)
+        return self._records(rows, list(zip(sources.names, by_source, strict=True)))
 
     async def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRecord]:
         """At most `limit` of `list_sessions`, in its order, from the first after `after`.
 
         `after` is the (`created_at`, `id`) of the last record of the previous page (None: from
-        the newest); a page reads only its own rows of the store (see `SessionStore.list_sessions_page`).
+        the newest). A page reads only its own rows of the store (`SessionStore.list_sessions_page`);
+        a source's sessions come from its listing.
         """
-        live = [s for s in self._sessions.live() if after is None or _listing_key(s.header) > _listing_key(after)]
-        # The store's page, merged with the live sessions past the same key, holds the first
-        # `limit` of their union: any stored row past its page ranks after all of it.
-        rows = await self._read("list_sessions_page", limit, after)
-        return self._with_live(rows, live)[:limit]
+        import asyncio
+
+        sources = self._sources()
+
+        def page_of_source(name: str) -> list[SessionRow]:
+            rows = sources.get(name).list_sessions()
+            return [row for row in rows if _after(row, after)][:limit]
+
+        pages = [asyncio.to_thread(lambda: self._store().list_sessions_page(limit, after))]
+        pages += [asyncio.to_thread(page_of_source, name) for name in sources.names]
+        rows, *by_source = await asyncio.gather(*pages)
+        live = [session for session in self._live_sessions() if _after(session.header, after)]
+        # The store's page, merged with the live sessions and source rows past the same key,
+        # holds the first `limit` of their union: any stored row past its page ranks after all
+        # of it.
+        return self._records(rows, list(zip(sources.names, by_source, strict=True)), live)[:limit]
+
+    def list_sessions_now(self) -> list[SessionRecord]:
+        """`list_sessions` for a synchronous caller: the store and sources are read on the calling thread."""
+        sources = self._sources()
+        by_source = [(name, sources.get(name).list_sessions()) for name in sources.names]
+        return self._records(self._store().list_sessions(), by_source)
+
+    def _records(
+        self,
+        rows: list[SessionRow],
+        by_source: list[tuple[str, list[SessionRow]]],
+        live: list[Session] | None = None,
+    ) -> list[SessionRecord]:
+        """The store's rows with live sessions (default: all) folded in, and each source's rows: newest first."""
+        records = self._stored_records(rows, self._live_sessions() if live is None else live)
+        if not by_source:
+            return records
+        for name, source_rows in by_source:
+            records.extend(
+                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name)
+                for r in source_rows
+            )
+        return sorted(records, key=lambda r: (-r.created_at, r.id))
 
     @staticmethod
-    def _with_live(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
-        """Stored rows (newest first) as records, the live sessions merged in, in listing order."""
+    def _stored_records(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
+        """The store's rows with the given live sessions folded in, newest first."""
         if not live:  # the store's order already is newest first, ties by id
-            stored, make = (False, True), SessionRecord._make
+            stored, make = (False, True, None), SessionRecord._make
             return [make(row + stored) for row in rows]
         records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
@@ -110,16 +188,20 @@ class SessionQuery:
         signal: asyncio.Event | None = None,
         group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
-        """Sessions matching `query`, ranked, as the store's `search_candidates` finds them.
+        """Sessions matching `query`, ranked, as the store's and every source's `search_candidates` find them.
 
         `group_by_cwd=False` ranks without the cwd groups (`target_cwd` is then ignored).
 
-        The store searches on a worker thread; setting `signal` (or cancelling the caller)
-        stops it there promptly. Live sessions are matched by name from memory (their latest
-        title may not be flushed yet, or the session not stored at all); their body matches
-        are the store's, so text not yet flushed is not found.
+        The store and each source search on worker threads; setting `signal` (or cancelling the
+        caller) stops them there promptly. Live sessions are matched by name from memory (their
+        latest title may not be flushed yet, or the session not stored at all); their body
+        matches are the store's, so text not yet flushed is not found. Store and source
+        candidates come in one order (`dsh_host.sources.ranking`).
         """
-        live = [session for session in self._sessions.live() if session.id != target_id]
+        import asyncio
+
+        live = [session for session in self._live_sessions() if session.id != target_id]
+        sources = self._sources()
         cancel = threading.Event()
         watcher = None
         if signal is not None:
@@ -127,8 +209,21 @@ class SessionQuery:
                 cancel.set()
             watcher = asyncio.ensure_future(signal.wait())
             watcher.add_done_callback(lambda done: done.cancelled() or cancel.set())
-        try:
-            rows = await asyncio.to_thread(
+
+        def search_source(name: str) -> list[CandidateRow]:
+            score = store_scorer(self._store())
+            return sources.get(name).search_candidates(
+                query,
+                target_id=target_id,
+                target_cwd=target_cwd,
+                limit=limit,
+                cancel=cancel,
+                score=score,
+                group_by_cwd=group_by_cwd,
+            )
+
+        searches = [
+            asyncio.to_thread(
                 lambda: self._store().search_candidates(
                     query,
                     target_id=target_id,
@@ -138,14 +233,25 @@ class SessionQuery:
                     group_by_cwd=group_by_cwd,
                 )
             )
+        ]
+        searches += [asyncio.to_thread(search_source, name) for name in sources.names]
+        try:
+            rows, *by_source = await asyncio.gather(*searches)
         except asyncio.CancelledError:
             cancel.set()
             raise
         finally:
             if watcher is not None:
                 watcher.cancel()
-        if not live:
+        if not live and not by_source:
             return rows[:limit]
+        if live:
+            rows = self._with_live(rows, live, query)
+        scored = store_scorer(self._store()) is not None  # the store is open by now: it has searched
+        return merge_candidates(rows, by_source, target_cwd, scored=scored, grouped=group_by_cwd)[:limit]
+
+    def _with_live(self, rows: list[CandidateRow], live: list[Session], query: str) -> list[CandidateRow]:
+        """The store's candidates with this process's live sessions matched by name from memory."""
         found = {row.id: row for row in rows}
         needle = name_needle(query)
         for session in live:
@@ -167,7 +273,7 @@ class SessionQuery:
                 del found[session.id]  # it matched on a name it no longer has
             elif stored is not None:
                 found[session.id] = stored._replace(title=named.title, last_activity_at=named.last_activity_at)
-        return sorted(found.values(), key=lambda row: rank_key(row, target_cwd, group_by_cwd))[:limit]
+        return list(found.values())
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title, or None; raises SessionNotFound for an unknown id."""
@@ -195,10 +301,24 @@ class SessionQuery:
         read on one worker thread, so no event is decoded; live sessions from memory. Raises
         SessionNotFound for the first unknown id.
         """
-        stored_ids = [sid for sid in session_ids if self._live(sid) is None]
+        import asyncio
+
+        sources = self._sources()
+        groups: dict[str | None, list[str]] = {}
+        for sid in session_ids:
+            if self._live(sid) is None:
+                groups.setdefault(sources.owner(sid), []).append(sid)
+
+        def read_groups() -> list[SurfaceTexts]:
+            out: list[SurfaceTexts] = []
+            for name, ids in groups.items():
+                backend = self._store() if name is None else sources.get(name)
+                out.extend(backend.read_surface_texts(ids))
+            return out
+
         stored: dict[str, SurfaceTexts] = {}
-        if stored_ids:
-            for texts in await self._read("read_surface_texts", stored_ids):
+        if groups:
+            for texts in await asyncio.to_thread(read_groups):
                 stored[texts.header.id] = texts
         out = []
         for sid in session_ids:
@@ -227,10 +347,16 @@ def last_activity(session: Session) -> int | float:
     return events[-1].time if events else session.header.created_at
 
 
-def _listing_key(session: SessionHeader | ListingKey) -> tuple[float, str]:
-    """A session's position in the newest-first listing as an ascending sort key."""
-    created_at, session_id = (session.created_at, session.id) if isinstance(session, SessionHeader) else session
-    return (-created_at, session_id)
+def _after(session: SessionRow | SessionHeader, key: ListingKey | None) -> bool:
+    """Whether `session` comes after `key` in the newest-first listing (everything does after None)."""
+    return key is None or (-session.created_at, session.id) > (-key[0], key[1])
+
+
+def _no_sources() -> SessionSources:
+    return _NO_SOURCES
+
+
+_NO_SOURCES = SessionSources(None, {}, lambda name: {})
 
 
 def live_surface(session: Session) -> SurfaceSnapshot:
@@ -264,6 +390,8 @@ def record_json(record: SessionRecord) -> Mapping[str, Any]:
     out["lastActivityAt"] = record.last_activity_at
     out["live"] = record.live
     out["persisted"] = record.persisted
+    if record.source is not None:
+        out["source"] = record.source
     return out
 
 

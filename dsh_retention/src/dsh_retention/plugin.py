@@ -1,7 +1,8 @@
 """The `retention` plugin: mounts the retention library as the host service `retention`.
 
 A host imports this module through the `dsh` entry point; `import dsh_retention` alone never
-needs pluggy or the host.
+needs pluggy or the host. The service is built when first asked for, so mounting the plugin
+(every `dsh` command does) loads none of the library.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from .service import RetentionService
-
 if TYPE_CHECKING:
     # For the type checker only: dsh-retention declares no dependency on dsh-host.
     from dsh_host import Host
+
+    from .service import RetentionService
 
 # Made here rather than imported from dsh_host, for the same reason.
 hookimpl = pluggy.HookimplMarker("dsh")
@@ -31,4 +32,10 @@ def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
 
         key = next(iter(config))
         raise ConfigError(f"[plugins.retention] unknown key {key!r}")
-    host.services.register("retention", RetentionService())
+    host.services.register_factory("retention", _service)
+
+
+def _service() -> RetentionService:
+    from .service import RetentionService
+
+    return RetentionService()

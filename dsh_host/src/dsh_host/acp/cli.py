@@ -5,7 +5,6 @@ From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import importlib.util
 import logging
@@ -39,6 +38,8 @@ def acp(host: Host) -> None:
         raise click.UsageError("dsh acp: stdin must be a pipe, a socket or a terminal")
     if importlib.util.find_spec("acp") is None:
         raise click.UsageError(SDK_MISSING)
+    import asyncio
+
     config = acp_config(host)
     with stdout_to_stderr() as protocol_out:
         asyncio.run(_serve(config, protocol_out))

@@ -4,11 +4,13 @@ For the whole run file descriptor 1 points at stderr, so a stray print, a warnin
 library's output cannot corrupt the stream; the frames go to a private duplicate of the
 original stdout. Both ends are asyncio streams on non-blocking pipes: no thread ever blocks on
 them, so a transport can stop at any moment.
+
+Importing this module loads no event loop (a transport's command module imports it, and every
+dsh run registers the commands): the functions that need asyncio import it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import os
@@ -16,7 +18,10 @@ import signal
 import stat
 import sys
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 def is_pipe_or_socket(fd: int, *, terminal: bool = False) -> bool:
@@ -65,6 +70,8 @@ async def stdio_streams(
 
     Both pipes are widened (`widen_pipe`).
     """
+    import asyncio
+
     for fd in (0, protocol_out.fileno()):
         widen_pipe(fd)
     loop = asyncio.get_running_loop()
@@ -81,6 +88,8 @@ async def stdio_streams(
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[asyncio.Event]:
     """An event the running loop sets on SIGTERM or SIGINT, for the block (the handlers go after it)."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = (signal.SIGTERM, signal.SIGINT)

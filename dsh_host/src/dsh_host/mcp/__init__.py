@@ -9,13 +9,16 @@ service, without which it refuses to start (`dsh_host.mcp.cli`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from dsh_host import hookimpl
+from dsh_host.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import click
 
 
 @hookimpl
-def dsh_register_commands(cli: Any) -> None:
+def dsh_register_commands(cli: click.Group) -> None:
     """Add `dsh mcp`."""
     from dsh_host.mcp.cli import mcp
 

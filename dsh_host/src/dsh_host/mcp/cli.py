@@ -5,27 +5,30 @@ logs go to stderr (dsh's one line each; the SDK's, warnings and up, as the SDK f
 The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), and a store read
 that still blocks a worker thread after that (a database that stopped answering) does not keep
 the process alive.
+
+Registering the command (every dsh run) loads none of this: the command's body imports the
+event loop, the catalog (session query, the store) and the SDK.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import gc
 import importlib.util
 import logging
 import os
 import sys
-import threading
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from dsh_host import DshError, Host
-from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
-from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdout_to_stderr
+from dsh_host.errors import DshError
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from dsh_host.host import Host
+    from dsh_host.mcp.catalog import SessionCatalog
 
 log = logging.getLogger("dsh.mcp")
 
@@ -73,6 +76,8 @@ def mcp(host: Host) -> None:
 
 def session_catalog(host: Host) -> SessionCatalog:
     """The catalog `dsh mcp` serves for `host`; `SnapshotsMissing` when nothing provides snapshots."""
+    from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+
     snapshots = host.services.providing(SnapshotService)
     query = host.services.get("session_query")
     if snapshots is None or query is None:
@@ -81,7 +86,10 @@ def session_catalog(host: Host) -> SessionCatalog:
 
 
 async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
+    import gc
+
     from dsh_host import __version__
+    from dsh_host.cli.protocol_stdio import stdio_streams, stop_on_signals
     from dsh_host.mcp.server import build_server
     from dsh_host.mcp.stdio import MAX_FRAME_BYTES, serve_stdio
 
@@ -100,6 +108,10 @@ def _run_bounded(main: Coroutine[Any, Any, None]) -> bool:
     As `asyncio.run`, except that the worker threads (store reads) are waited for at most
     `THREADS_GRACE_SECONDS`, not for as long as they run.
     """
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     loop = asyncio.new_event_loop()
     workers = ThreadPoolExecutor(thread_name_prefix="dsh-mcp")
     loop.set_default_executor(workers)

@@ -108,3 +108,29 @@ def cwd_group(cwd: str | None, target_cwd: str | None, grouped: bool = True) -> 
 def rank_key(row: CandidateRow, target_cwd: str | None, grouped: bool = True) -> tuple[Any, ...]:
     """The order `search_candidates` returns rows in: group, name before body, relevance, newest, id."""
     return (cwd_group(row.cwd, target_cwd, grouped), row.snippet is not None, row.score, -row.created_at, row.id)
+
+
+class SearchQuery:
+    """A candidate search query's meaning, for a store or source that answers one itself.
+
+    `needle` is what a name match looks for, `words` what a body match needs in one message
+    (`SessionStore.search_candidates` says how both match); `snippet(text)` cuts the excerpt a
+    body match shows; `rank_key(row, target_cwd, grouped=True)` orders `CandidateRow`s as every
+    store does (without `grouped`, the cwd groups do not rank).
+    """
+
+    rank_key = staticmethod(rank_key)
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.needle = name_needle(query)
+        self.words = body_words(query)
+        self._cut = snippet_cutter(self.words)
+
+    def matches_name(self, session_id: str, cwd: str | None, title: str | None) -> bool:
+        """Whether a session matches by id, cwd or title (every session does for an empty query)."""
+        return name_matches(self.needle, session_id, cwd, title)
+
+    def snippet(self, text: str) -> str:
+        """The excerpt of `text` a body match shows, around the first match."""
+        return self._cut(text)

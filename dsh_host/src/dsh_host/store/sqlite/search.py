@@ -27,13 +27,15 @@ from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.search import body_words, name_needle, searchable_condition, snippet_cutter
 from dsh_host.store.sqlite.connection import FOLD_FUNCTION, Transaction
 
+SURFACE_TOKENIZER = "unicode61 remove_diacritics 2"
+"""How `surface_fts` splits text into words (scoring a text on the store's scale splits it alike)."""
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
 _TEXT_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
 
 
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = '{SURFACE_TOKENIZER}');
 CREATE VIRTUAL TABLE session_names USING fts5(id, title, cwd, tokenize = 'trigram case_sensitive 1');
 CREATE TRIGGER surface_fts_insert AFTER INSERT ON surface WHEN {searchable_condition("new.")} BEGIN
     INSERT INTO surface_fts (rowid, text) VALUES ((new.session_pk << 32) | new.seq, new.text);
@@ -80,7 +82,7 @@ def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] 
             progress(start + len(batch), len(pks))
 
 
-def _phrase(text: str) -> str:
+def fts_phrase(text: str) -> str:
     """`text` as one FTS5 phrase: within double quotes every character is literal but `"` (doubled)."""
     return '"' + text.replace('"', '""') + '"'
 
@@ -88,7 +90,7 @@ def _phrase(text: str) -> str:
 def _names_source(needle: str) -> tuple[str, object]:
     """The pks of sessions whose folded id, title or cwd contains `needle`, and its `:needle`."""
     if len(needle) >= _TRIGRAM and needle.isprintable():
-        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH :needle", _phrase(needle)
+        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH :needle", fts_phrase(needle)
     return (
         "SELECT rowid AS pk FROM session_names WHERE instr(CAST(id AS BLOB), :needle) "
         "OR instr(CAST(title AS BLOB), :needle) OR instr(CAST(cwd AS BLOB), :needle)",
@@ -157,7 +159,7 @@ def search(
         names, params["needle"] = _names_source(needle)
         if words:
             sql = _RANKED.format(names=names, group=group)
-            params["match"] = " ".join(_phrase(word) for word in words)
+            params["match"] = " ".join(fts_phrase(word) for word in words)
         else:
             sql = _RANKED_NAMES.format(names=names, group=group)
     if cancel is not None and cancel.is_set():

@@ -19,7 +19,7 @@ from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
 from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
-from dsh_host.store.sqlite import schema, search
+from dsh_host.store.sqlite import relevance, schema, search
 from dsh_host.store.sqlite.connection import Transaction, connect
 from dsh_host.store.sqlite.schema import Progress
 
@@ -211,6 +211,14 @@ class SqliteSessionStore:
             cancel=cancel,
             group_by_cwd=group_by_cwd,
         )
+
+    def score_body_texts(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """Each text's BM25 for `query` as this store's body search scores its own nodes.
+
+        With the store's statistics as they are (see `dsh_host.store.relevance`); None while
+        the store has indexed no text.
+        """
+        return relevance.score_texts(self._connection(), query, texts)
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""
