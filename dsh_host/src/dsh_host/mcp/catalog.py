@@ -67,7 +67,7 @@ class FoundSession:
     title: str | None
     cwd: str | None
     created_at: str
-    last_activity_at: str
+    last_activity_at: str | None
     snippet: str | None
 
     def to_json(self) -> dict[str, Any]:
@@ -93,12 +93,12 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class SessionResource:
-    """A readable session as a resource: its URI, its title (else its id), when it was active."""
+    """A readable session as a resource: its URI, its title (else its id), when it was last active (if known)."""
 
     uri: str
     name: str
     description: str
-    last_activity_at: str
+    last_activity_at: str | None
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ class SessionCatalog:
             title=_text(row.title),
             cwd=_text(row.cwd),
             created_at=iso_utc(row.created_at),
-            last_activity_at=iso_utc(row.last_activity_at),
+            last_activity_at=_time(row.last_activity_at),
             snippet=_text(row.snippet) if isinstance(row, CandidateRow) else None,
         )
 
@@ -198,11 +198,13 @@ class SessionCatalog:
 
     def _resource(self, record: SessionRecord) -> SessionResource:
         cwd = "(no cwd)" if record.cwd is None else display_text(record.cwd)
-        created, active = iso_utc(record.created_at), iso_utc(record.last_activity_at)
+        created, active = iso_utc(record.created_at), _time(record.last_activity_at)
+        kind = "dsh session" if record.source is None else f"{display_text(record.source)} session (read-only source)"
+        when = f"created {created}" if active is None else f"created {created}, last active {active}"
         return SessionResource(
             uri=self._snapshots.encode_uri(record.id),
             name=escape_lone_surrogates(record.id if record.title is None else record.title),
-            description=f"dsh session {display_text(record.id)} in {cwd}, created {created}, last active {active}",
+            description=f"{kind} {display_text(record.id)} in {cwd}, {when}",
             last_activity_at=active,
         )
 
@@ -236,6 +238,10 @@ _KEPT_META = (
     "truncated",
 )
 """What a snapshot's meta says about each source, passed on as it is."""
+
+
+def _time(value: int | float | None) -> str | None:
+    return None if value is None else iso_utc(value)
 
 
 def _text(value: str | None) -> str | None:

@@ -93,7 +93,9 @@ class FoundSessionOut(BaseModel):
     title: str | None
     cwd: str | None
     createdAt: str
-    lastActivityAt: str
+    lastActivityAt: str | None = Field(
+        description="The time of its last event; null when a session source does not say."
+    )
     snippet: str | None = Field(description="Text around a match on what was said; null for a name match.")
 
 
@@ -212,7 +214,9 @@ def build_server(catalog: SessionCatalog, *, version: str = "") -> Server[Any]:
                 name=resource.name,
                 description=resource.description,
                 mime_type=RESOURCE_MIME,
-                annotations=Annotations(last_modified=resource.last_activity_at),
+                annotations=None
+                if resource.last_activity_at is None
+                else Annotations(last_modified=resource.last_activity_at),
             )
             for resource in page.resources
         ]
