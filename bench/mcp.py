@@ -14,9 +14,9 @@ process on a host of the same configuration, timed in the same run, alternating 
   over 100,000 sessions vs the query service's `search_candidates` of the same in process.
 - `mcp_resources_last_page_100k`: the last `resources/list` page of 100,000 sessions vs the
   first, both over stdio (the best of many alternating calls: the same work at both ends).
-- `mcp_initialize`: seconds from spawning `dsh mcp` to its `initialize` answer vs from spawning
-  `dsh sessions list` on the same store to its exit; the note gives the share of the former
-  spent importing the protocol SDK (measured in a fresh interpreter that has dsh_host loaded).
+
+Start-up (spawn to the `initialize` answer, and the share of it spent importing the SDK) is in
+`bench/startup.py` (`startup_mcp_initialize`, `startup_mcp_sdk_import`).
 """
 
 from __future__ import annotations
@@ -217,43 +217,6 @@ def large_figures(workdir: Path) -> Iterator[Figure]:
         host.close()
 
 
-SDK_IMPORT = (
-    "import time, dsh_host, dsh_host.cli.main, dsh_host.host\n"
-    "start = time.perf_counter()\n"
-    "import dsh_host.mcp.server, dsh_host.mcp.stdio\n"
-    "print(time.perf_counter() - start)\n"
-)
-
-
-def initialize_figure(workdir: Path, spawns: int = 7) -> Figure:
-    home = workdir / "startup"
-    _host(home).close()  # an empty store
-    env = _environment(home)
-    to_initialize, to_listing, imports = [], [], []
-    for _ in range(spawns):
-        start = time.perf_counter()
-        client = RawClient(home)
-        to_initialize.append(time.perf_counter() - start)
-        client.close()
-        start = time.perf_counter()
-        subprocess.run([_dsh(), "sessions", "list"], env=env, check=True, capture_output=True)
-        to_listing.append(time.perf_counter() - start)
-        done = subprocess.run([sys.executable, "-c", SDK_IMPORT], env=env, check=True, capture_output=True)
-        imports.append(float(done.stdout))
-    value, baseline, sdk = (statistics.median(times) for times in (to_initialize, to_listing, imports))
-    return Figure(
-        name="mcp_initialize",
-        value=value,
-        baseline=baseline,
-        note=(
-            f"seconds from spawning `dsh mcp` to its initialize answer vs from spawning `dsh sessions list` to its "
-            f"exit (same empty store), median of {spawns}; importing the MCP SDK takes {sdk:.3f} s of it "
-            f"({sdk / value:.0%}) (report)"
-        ),
-    )
-
-
 def figures(workdir: Path) -> Iterator[Figure]:
     yield read_figure(workdir)
-    yield initialize_figure(workdir)
     yield from large_figures(workdir)
