@@ -1,8 +1,9 @@
 """`dsh mcp` benchmarks: what the protocol over stdio adds to the work it serves.
 
 A real `dsh mcp` process is driven by a bare JSON-RPC client on its pipes (write a line, read
-the answering line, parse it), so the figures hold the server's framing, validation and
-serialization and the pipe, not a client SDK's own checks. Each baseline is the same work done in
+the answering line, parse it with orjson), so the figures hold the server's framing, validation
+and serialization and the pipe, not a client SDK's own checks (nor the seconds Python's json
+module would take to parse a 300 KB answer). Each baseline is the same work done in
 process on a host of the same configuration, timed in the same run, alternating with it.
 
 - `mcp_read_sessions_3`: `read_sessions` of 3 references over stdio vs `prepare` of the same 3 in
@@ -31,6 +32,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from bench.search import LARGE, build
 from bench.session_reference import build_events
@@ -75,7 +78,7 @@ class RawClient:
         self._next += 1
         self._write({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         assert self.process.stdout is not None
-        answer = json.loads(self.process.stdout.readline())
+        answer = orjson.loads(self.process.stdout.readline())
         assert answer.get("id") == self._next and "result" in answer, answer
         return answer["result"]
 
@@ -134,7 +137,7 @@ def read_figure(workdir: Path) -> Figure:
             baseline=in_process,
             target=None,
             note=(
-                f"read_sessions of 3 persisted 20,000-event sessions over stdio (bare JSON-RPC client; "
+                f"read_sessions of 3 persisted 20,000-event sessions over stdio (bare JSON-RPC client, orjson; "
                 f"{len(text):,} characters of snapshot) vs prepare() of the same in process, median of "
                 f"{ROUNDS} alternating rounds of {CALLS} calls; stdio adds {(stdio - in_process) * 1000:.2f} ms "
                 f"(goal: under 2 ms), a ping round trip takes {ping * 1000:.2f} ms"

@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
 from dsh_host.store.base import ListingKey
@@ -57,9 +57,11 @@ class InvalidCursor(DshError):
     """A `resources/list` cursor this server did not hand out."""
 
 
-@dataclass(frozen=True)
-class FoundSession:
-    """One search result. `title` and `snippet` are text from another conversation."""
+class FoundSession(NamedTuple):
+    """One search result. `title` and `snippet` are text from another conversation.
+
+    A named tuple, as the store's rows are: a search makes one per result.
+    """
 
     id: str
     uri: str
@@ -71,16 +73,11 @@ class FoundSession:
     snippet: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "uri": self.uri,
-            "mention": self.mention,
-            "title": self.title,
-            "cwd": self.cwd,
-            "createdAt": self.created_at,
-            "lastActivityAt": self.last_activity_at,
-            "snippet": self.snippet,
-        }
+        """The result as the tool returns it (its fields under their JSON names, in order)."""
+        return dict(zip(_FOUND_KEYS, self, strict=True))
+
+
+_FOUND_KEYS = ("id", "uri", "mention", "title", "cwd", "createdAt", "lastActivityAt", "snippet")
 
 
 @dataclass(frozen=True)
