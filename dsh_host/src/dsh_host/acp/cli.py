@@ -6,13 +6,12 @@ From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 from typing import IO
 
 import click
 
-from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdio_streams, stdout_to_stderr, stop_on_signals
+from dsh_host.cli.protocol_stdio import check_transport, stdio_streams, stdout_to_stderr, stop_on_signals
 from dsh_host.config import Config
 from dsh_host.host import Host
 
@@ -32,12 +31,7 @@ def acp(host: Host) -> None:
     Automation only: text prompts, committed answers, cancel and errors; no session query and
     no session references, whatever the configuration mounts. Logs go to stderr.
     """
-    if not is_pipe_or_socket(1):
-        raise click.UsageError("dsh acp: stdout must be a pipe or a socket (it carries protocol frames only)")
-    if not is_pipe_or_socket(0, terminal=True):
-        raise click.UsageError("dsh acp: stdin must be a pipe, a socket or a terminal")
-    if importlib.util.find_spec("acp") is None:
-        raise click.UsageError(SDK_MISSING)
+    check_transport("acp", "acp", SDK_MISSING)
     import asyncio
 
     config = acp_config(host)

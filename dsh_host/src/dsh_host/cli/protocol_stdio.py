@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import os
 import signal
 import stat
 import sys
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING
+
+import click
 
 if TYPE_CHECKING:
     import asyncio
@@ -31,6 +34,18 @@ def is_pipe_or_socket(fd: int, *, terminal: bool = False) -> bool:
     except OSError:
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (terminal and stat.S_ISCHR(mode))
+
+
+def check_transport(command: str, sdk: str, sdk_missing: str) -> None:
+    """Refuse to serve `dsh <command>` (a `click.UsageError`, exit 2) on a stdout that is not a pipe
+    or a socket, a stdin that is not one or a terminal, or without the protocol's SDK `sdk`
+    (`sdk_missing` says how to install it)."""
+    if not is_pipe_or_socket(1):
+        raise click.UsageError(f"dsh {command}: stdout must be a pipe or a socket (it carries protocol frames only)")
+    if not is_pipe_or_socket(0, terminal=True):
+        raise click.UsageError(f"dsh {command}: stdin must be a pipe, a socket or a terminal")
+    if importlib.util.find_spec(sdk) is None:
+        raise click.UsageError(sdk_missing)
 
 
 @contextlib.contextmanager

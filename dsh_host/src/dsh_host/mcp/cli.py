@@ -13,7 +13,6 @@ event loop, the catalog (session query, the store) and the SDK.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import sys
@@ -21,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from dsh_host.cli.protocol_stdio import is_pipe_or_socket, stdout_to_stderr
+from dsh_host.cli.protocol_stdio import check_transport, stdout_to_stderr
 from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
@@ -55,12 +54,7 @@ def mcp(host: Host) -> None:
     Tools: search_sessions and read_sessions; resources: every session you can read, by its
     dsh-session: URI. Reads only, through the configured store. Logs go to stderr.
     """
-    if not is_pipe_or_socket(1):
-        raise click.UsageError("dsh mcp: stdout must be a pipe or a socket (it carries protocol frames only)")
-    if not is_pipe_or_socket(0, terminal=True):
-        raise click.UsageError("dsh mcp: stdin must be a pipe, a socket or a terminal")
-    if importlib.util.find_spec("mcp") is None:
-        raise click.UsageError(SDK_MISSING)
+    check_transport("mcp", "mcp", SDK_MISSING)
     catalog = session_catalog(host)
     with stdout_to_stderr() as protocol_out:
         if not _run_bounded(_serve(catalog, protocol_out)):
