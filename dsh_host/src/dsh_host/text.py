@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from datetime import date
 from functools import lru_cache
-from typing import Any
 
 __all__ = [
     "JS_WHITESPACE",
@@ -67,7 +66,7 @@ def _iso_day(days: int) -> str:
     return date.fromordinal(_EPOCH_DAY + days).isoformat()
 
 
-def js_string(value: Any) -> str:
+def js_string(value: object) -> str:
     """A JSON scalar as JavaScript's `String(value)` (and a template string) renders it.
 
     `null`, `true`/`false`, and an integral number without `.0`; the reference's messages
@@ -122,7 +121,7 @@ def escape_lone_surrogates(text: str) -> str:
 
 
 def _join_pair(match: re.Match[str]) -> str:
-    high, low = match.group()
+    high, low = match.group()  # type: ignore[str-unpack]  # a surrogate pair: two characters
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
