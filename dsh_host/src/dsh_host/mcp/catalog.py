@@ -15,9 +15,10 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
+from dsh_host.hookspecs import Json, JsonValue
 from dsh_host.store.base import ListingKey
 from dsh_host.text import escape_lone_surrogates, iso_utc
 
@@ -25,16 +26,28 @@ PAGE_SIZE = 200
 """Resources per `resources/list` page."""
 
 
+class PreparedSnapshot(Protocol):
+    """What `prepare` returns, as far as `dsh mcp` reads it: the one reference context it built."""
+
+    @property
+    def contexts(self) -> list[dict[str, JsonValue]]: ...
+
+
 @runtime_checkable
 class SnapshotService(Protocol):
-    """What `dsh mcp` needs of a session-reference service (the `session-reference` plugin's)."""
+    """What `dsh mcp` needs of a session-reference service (the `session-reference` plugin's).
+
+    A reference `parse_reference` returns is opaque here: it only goes back to `prepare`.
+    """
 
     max_references: int
     uri_scheme: str
 
-    async def prepare(self, target: Any, content: Any, references: Any, cancel: Any = None) -> Any: ...
+    async def prepare(
+        self, target: None, content: Sequence[Json], references: Sequence[object], cancel: None = None
+    ) -> PreparedSnapshot: ...
 
-    def parse_reference(self, text: str) -> Any: ...
+    def parse_reference(self, text: str) -> object: ...
 
     def format_mention(self, session_id: str, label: str | None = None) -> str: ...
 
@@ -72,7 +85,7 @@ class FoundSession(NamedTuple):
     last_activity_at: str | None
     snippet: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | None]:
         """The result as the tool returns it (its fields under their JSON names, in order)."""
         return dict(zip(_FOUND_KEYS, self, strict=True))
 
@@ -85,7 +98,7 @@ class Snapshot:
     """The framed snapshot of some sessions and what was kept of each (`sources`, in order)."""
 
     text: str
-    sources: tuple[dict[str, Any], ...]
+    sources: tuple[Json, ...]
 
 
 @dataclass(frozen=True)
@@ -143,7 +156,10 @@ class SessionCatalog:
         return [self._found(row) for row in rows]
 
     def _found(self, row: CandidateRow | SessionRecord) -> FoundSession:
-        mention = self._snapshots.format_mention(row.id, row.id if row.title is None else row.title)
+        # The label is escaped before the mention is written, so the mention escapes the `\` of
+        # each `\udXXX` and reads back as the label the model sees.
+        label = escape_lone_surrogates(row.id if row.title is None else row.title)
+        mention = self._snapshots.format_mention(row.id, label)
         return FoundSession(
             id=escape_lone_surrogates(row.id),
             # The mention ends with the URI in parentheses, and a URI holds no parenthesis.

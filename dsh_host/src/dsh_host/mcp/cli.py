@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -24,7 +24,7 @@ from dsh_host.cli.protocol_stdio import check_transport, stdout_to_stderr
 from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable
 
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog
@@ -96,7 +96,7 @@ async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
         await serve_stdio(server, reader, writer, stop=stop)
 
 
-def _run_bounded(main: Coroutine[Any, Any, None]) -> bool:
+def _run_bounded(main: Awaitable[None]) -> bool:
     """Run `main` on a new event loop; False when its worker threads do not all end soon after.
 
     As `asyncio.run`, except that the worker threads (store reads) are waited for at most

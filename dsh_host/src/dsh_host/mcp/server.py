@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server import MCPServer, Server, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ToolError
@@ -173,17 +173,17 @@ def tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def build_server(catalog: SessionCatalog, *, version: str = "") -> Server[Any]:
+def build_server(catalog: SessionCatalog, *, version: str = "") -> Server:
     """The protocol server: the catalog's tools, and its sessions as paged resources."""
     tools = tools_for(catalog)
     names: set[str] = set()
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+    async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
         listed = await tools.list_tools()
         names.update(tool.name for tool in listed)
         return ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
         if not names:
             names.update(tool.name for tool in await tools.list_tools())
         if params.name not in names:
@@ -199,9 +199,7 @@ def build_server(catalog: SessionCatalog, *, version: str = "") -> Server[Any]:
         assert isinstance(result, CallToolResult)  # the tools above return nothing else
         return result
 
-    async def list_resources(
-        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
-    ) -> ListResourcesResult:
+    async def list_resources(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListResourcesResult:
         try:
             page = await catalog.page(None if params is None else params.cursor)
         except InvalidCursor as exc:
@@ -222,7 +220,7 @@ def build_server(catalog: SessionCatalog, *, version: str = "") -> Server[Any]:
         ]
         return ListResourcesResult(resources=resources, next_cursor=page.next_cursor)
 
-    async def read_resource(ctx: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
+    async def read_resource(ctx: ServerRequestContext, params: ReadResourceRequestParams) -> ReadResourceResult:
         try:
             text = await catalog.read(params.uri)
         except UnknownResource as exc:

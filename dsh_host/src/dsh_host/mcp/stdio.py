@@ -30,7 +30,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TypeGuard
 
 import anyio
 import orjson
@@ -43,9 +43,12 @@ from mcp.types import (
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
+    RequestId,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
+
+from dsh_host.hookspecs import Json, JsonValue
 
 log = logging.getLogger("dsh.mcp")
 
@@ -70,7 +73,7 @@ class StdioFraming:
         self._writer = writer
         self.input_ended = asyncio.Event()
         """Set once no more frames will be read (EOF on stdin, or `close_input`)."""
-        self._unanswered: set[Any] = set()
+        self._unanswered: set[RequestId] = set()
         self._all_answered = asyncio.Event()
         self._all_answered.set()
 
@@ -80,7 +83,7 @@ class StdioFraming:
 
     async def run(
         self,
-        serve: Callable[[MemoryObjectReceiveStream[Inbound], MemoryObjectSendStream[SessionMessage]], Awaitable[Any]],
+        serve: Callable[[MemoryObjectReceiveStream[Inbound], MemoryObjectSendStream[SessionMessage]], Awaitable[None]],
     ) -> None:
         """Run `serve(read_stream, write_stream)` over the framing until it returns.
 
@@ -172,7 +175,7 @@ class StdioFraming:
             await self._answer(raw.get("id"), INVALID_REQUEST, f"Invalid Request: {_envelope_problems(raw, exc)}")
             return None
 
-    async def _answer(self, request_id: Any, code: int, message: str) -> None:
+    async def _answer(self, request_id: JsonValue, code: int, message: str) -> None:
         """Write an error response of our own (ASCII JSON: any id, any text, valid UTF-8)."""
         frame = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
         await self._write_frame(json.dumps(frame, separators=(",", ":")).encode("ascii"))
@@ -220,7 +223,7 @@ def _serialized(message: JSONRPCMessage) -> bytes:
         return json.dumps(message.model_dump(mode="json", by_alias=True, exclude_unset=True)).encode("ascii")
 
 
-def _envelope_problems(raw: dict[str, Any], error: ValidationError) -> str:
+def _envelope_problems(raw: Json, error: ValidationError) -> str:
     """What is wrong with a message, judged as the kind of message it looks like, in one line."""
     kind = (
         ("JSONRPCRequest" if "id" in raw else "JSONRPCNotification")
@@ -233,11 +236,11 @@ def _envelope_problems(raw: dict[str, Any], error: ValidationError) -> str:
     )
 
 
-def _is_request_id(value: Any) -> bool:
+def _is_request_id(value: object) -> TypeGuard[str | int]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _sniff_id(head: bytes) -> Any:
+def _sniff_id(head: bytes) -> RequestId | None:
     """The top-level `id` of a frame from its first bytes, or None when they do not hold one."""
     text = head.decode("utf-8", errors="replace")
     decoder = json.JSONDecoder()
@@ -278,7 +281,7 @@ def _sniff_id(head: bytes) -> Any:
 
 
 async def serve_stdio(
-    server: Server[Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event
+    server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event
 ) -> None:
     """Serve `server` on the framing until EOF or `stop`, then give calls in flight a bounded grace."""
     framing = StdioFraming(reader, writer)

@@ -58,7 +58,7 @@ def list_sessions(conn: psycopg.Connection) -> list[SessionRow]:
 
 def list_sessions_page(conn: psycopg.Connection, limit: int, after: ListingKey | None) -> list[SessionRow]:
     """At most `limit` readable sessions of the listing, from the first after `after` (see `SessionStore`)."""
-    params: dict[str, Any] = {"limit": limit}
+    params: dict[str, object] = {"limit": limit}
     if after is not None:
         params.update(at=after[0], id=encode(after[1]))
     listed = conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall()

@@ -364,7 +364,11 @@ def _delete(conn: sqlite3.Connection, pk: int) -> None:
 # -- reading rows ----------------------------------------------------------------------------------
 
 
-def _session_rows(listed: list[tuple[Any, ...]]) -> list[SessionRow]:
+_ListedRow = tuple[bytes, int | float, str | bytes | None, str | bytes | None, int | float | None]
+"""A listing query's row as sqlite3 returns it: id, created_at, cwd, title, last activity."""
+
+
+def _session_rows(listed: list[_ListedRow]) -> list[SessionRow]:
     make = SessionRow._make
     return [
         make((sid.decode("utf-8", "surrogatepass"), created, from_sqlite(cwd), from_sqlite(title), active))
