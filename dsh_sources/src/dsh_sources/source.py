@@ -1,4 +1,4 @@
-"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.sources.SessionSource`.
+"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
 
 Listing and search answer from the freshness index (`index.SourceIndex`), refreshed first: the
 files are listed and stat-ed, and only those whose size or mtime changed are read again. A read
