@@ -124,6 +124,7 @@ def test_the_two_stores_share_only_what_lies_below_them():
         "rows": 1,
         "search": 1,
         "registry": 1,
+        "leases": 1,
         "relevance": 1,
         "sqlite": 2,
         "postgres": 2,

@@ -38,7 +38,8 @@ class Reply:
     `pieces` are sent as separate chunks of a chunked body; `body` (when `pieces` is None) is sent
     whole with a Content-Length. After the pieces, `then` decides: "end" the body properly,
     "close" the connection without ending it, or "stall" until released. `stall_first` stalls
-    before anything, headers included.
+    before anything, headers included. `after`: the reply waits for this event before anything
+    is sent (a slow model the test lets go).
     """
 
     status: int = 200
@@ -47,6 +48,7 @@ class Reply:
     pieces: list[bytes] | None = None
     then: Literal["end", "close", "stall"] = "end"
     stall_first: bool = False
+    after: asyncio.Event | None = None
 
     @classmethod
     def sse(cls, events: list[Any], *, then: Literal["end", "close", "stall"] = "end", **kw: Any) -> Reply:
@@ -83,6 +85,7 @@ class SSEServer:
         self.replies: deque[Reply] = deque()
         self.requests: list[Received] = []
         self.release = asyncio.Event()
+        self.arrived = asyncio.Event()  # a request was read (clear it to wait for the next one)
         self.stalled = asyncio.Event()  # a reply started stalling
         self.disconnected = asyncio.Event()  # the client hung up during a stall
         self._server: asyncio.Server | None = None
@@ -115,6 +118,7 @@ class SSEServer:
         try:
             while (request := await _read_request(reader)) is not None:
                 self.requests.append(request)
+                self.arrived.set()
                 reply = self.replies.popleft() if self.replies else Reply.json(500, {"error": "no reply queued"})
                 if not await self._answer(reply, reader, writer):
                     break
@@ -128,6 +132,8 @@ class SSEServer:
 
     async def _answer(self, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Send `reply`; False when the connection must close afterwards."""
+        if reply.after is not None:
+            await reply.after.wait()
         if reply.stall_first:
             await self._stall(reader)
             return False

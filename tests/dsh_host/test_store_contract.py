@@ -2,19 +2,21 @@
 
 Round trips, the materialised surface, listing without the log, surface reads by key that
 never decode log-only or shadowed rows, batches that write all or nothing, lossless ids and
-texts. Store-specific behaviour (files, roles, schemas) is tested beside each store.
+texts, and the optional session leases (both stores keep them). Store-specific behaviour (files,
+roles, schemas) is tested beside each store.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_host import SessionNotFound, StoreError
+from dsh_host import LeasingStore, SessionBusy, SessionNotFound, StoreError
 from dsh_host.session.events import SessionHeader, event_from_json, surface_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
@@ -594,3 +596,121 @@ def test_batches_of_any_size_round_trip(store, size):
     assert store.read_events(header.id)[1] == list(session.events)
     assert store.read_title(header.id).title == f"title {size}"
     assert store.list_sessions()[0].title == f"title {size}"
+
+
+# -- leases: one driver per session -------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_handles(store_backend):
+    """Two handles on one store, as two processes would have them."""
+    first, second = store_backend.open(), store_backend.open()
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_both_stores_keep_leases(store):
+    assert isinstance(store, LeasingStore)
+
+
+def test_a_held_lease_refuses_every_other_taker_at_once(two_handles):
+    first, second = two_handles
+    lease = first.lease("s")  # a session need not be stored to be leased
+    assert lease.session_id == "s"
+    for taker in (second, first):  # another handle, and the same one again
+        with pytest.raises(SessionBusy) as refused:
+            taker.lease("s")
+        assert str(refused.value) == 'session "s" is being driven by another dsh'
+        assert refused.value.session_id == "s"
+    other = second.lease("other")  # other sessions are free
+    other.release()
+    lease.release()
+    second.lease("s").release()
+
+
+def test_a_lease_writes_like_append_until_it_is_released(two_handles, log_builder):
+    L = log_builder
+    first, second = two_handles
+    header = SessionHeader(id="s", created_at=0)
+    lease = first.lease("s")
+    lease.append(header, L.events([L.user(0)]))
+    lease.append(header, L.events([L.user(1)]))
+    assert surface_seqs(second, "s") == [0, 1]
+    with pytest.raises(StoreError, match="store expects 2"):
+        lease.append(header, L.events([L.user(0)]))
+    lease.release()
+    lease.release()  # twice does nothing
+    with pytest.raises(StoreError, match="was released"):
+        lease.append(header, L.events([L.user(2)]))
+    assert surface_seqs(second, "s") == [0, 1]
+
+
+def test_readers_never_take_a_lease_nor_wait_for_one(two_handles, log_builder):
+    L = log_builder
+    first, second = two_handles
+    header = SessionHeader(id="s", created_at=0, cwd="/w")
+    lease = first.lease("s")
+    lease.append(header, L.events([L.user(0, "a driven session"), _title(L, 1, "driven")]))
+    assert [r.id for r in second.list_sessions()] == ["s"]
+    assert second.has("s") and second.read_header("s").cwd == "/w"
+    assert second.read_title("s").title == "driven"
+    assert len(second.read_events("s")[1]) == len(second.read_lines("s")[1]) == 2
+    assert second.read_surface("s").captured_through_seq == 1
+    assert [t.header.id for t in second.read_surface_texts(["s"])] == ["s"]
+    assert [c.id for c in second.search_candidates("driven", target_id=None, target_cwd=None, limit=5)] == ["s"]
+    lease.release()
+
+
+def test_deleting_or_replacing_a_driven_session_is_refused(two_handles, log_builder):
+    L = log_builder
+    first, second = two_handles
+    header = SessionHeader(id="s", created_at=0)
+    lease = first.lease("s")
+    lease.append(header, L.events([L.user(0)]))
+    with pytest.raises(SessionBusy, match='session "s" is being driven by another dsh'):
+        second.delete("s")
+    with pytest.raises(SessionBusy, match='session "s" is being driven by another dsh'):
+        second.import_log(header, L.events([L.chunk(0)]), replace=True)
+    assert surface_seqs(second, "s") == [0]
+    lease.release()
+    second.import_log(header, L.events([L.chunk(0)]), replace=True)
+    assert second.delete("s") is True
+
+
+def test_a_waiter_gets_the_lease_once_its_holder_lets_go(two_handles):
+    first, second = two_handles
+    lease = first.lease("s")
+    taken: list[object] = []
+    waiter = threading.Thread(target=lambda: taken.append(second.lease("s", wait=60)))
+    waiter.start()
+    lease.release()
+    waiter.join(60)
+    assert [held.session_id for held in taken] == ["s"]
+    taken[0].release()
+
+
+def test_waiting_in_vain_says_how_long_it_waited(two_handles):
+    first, second = two_handles
+    lease = first.lease("s")
+    with pytest.raises(SessionBusy) as refused:
+        second.lease("s", wait=0.05)
+    assert str(refused.value) == 'session "s" is still being driven by another dsh after 0.05 s'
+    lease.release()
+
+
+def test_closing_a_store_releases_its_leases(two_handles):
+    first, second = two_handles
+    first.lease("s")
+    first.close()
+    second.lease("s").release()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(session_id=st.text(max_size=60))
+def test_any_string_can_be_leased(shared_store, session_id):
+    lease = shared_store.lease(session_id)
+    with pytest.raises(SessionBusy):
+        shared_store.lease(session_id)
+    lease.release()
+    shared_store.lease(session_id).release()

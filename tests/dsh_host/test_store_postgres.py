@@ -162,8 +162,13 @@ def test_rows_added_in_one_statement_must_all_be_of_sessions_one_owns(postgres_d
 def test_a_taken_id_of_an_invisible_session_is_refused_without_writing(team, log_builder):
     _, _, stores = team
     stores["alice"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
-    with pytest.raises(StoreError, match="already exists"):
+    # The words any refused id gets: nothing says that a session of that id exists.
+    with pytest.raises(StoreError) as refused:
         stores["bob"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
+    assert str(refused.value) == 'session id "s" is not available'
+    with pytest.raises(StoreError) as refused_import:
+        stores["bob"].import_log(SessionHeader(id="s", created_at=1), _log(log_builder))
+    assert str(refused_import.value) == 'session id "s" is not available'
     assert stores["bob"].list_sessions() == []
     assert len(stores["alice"].read_lines("s")[1]) == 3
 

@@ -618,6 +618,19 @@ async def test_new_sessions_and_resume(bare_host, workspace):
         await chat.type_until("/quit" + ENTER, lambda: chat.task.done(), "the exit")
 
 
+async def test_resume_of_a_session_another_host_drives_says_so_and_stays(bare_host, make_host, workspace):
+    driver = make_host()
+    driving = await driver.open_agent(cwd=workspace)
+    await driving.submit("driven elsewhere")  # its agent stays open: `driver` holds the lease
+    first = bare_host.sessions.create(str(workspace), "first-session")
+    busy = f'/resume failed: session "{driving.session.id}" is being driven by another dsh'
+    async with open_chat(bare_host, first) as chat:
+        await chat.type_until(f"/resume {driving.session.id}" + ENTER, lambda: busy in chat.transcript)
+        assert chat.ui.session is first
+        await chat.type_until("/quit" + ENTER, lambda: chat.task.done(), "the exit")
+    await driving.close()
+
+
 # --- with the real agent and the keyless model --------------------------------------------------------
 
 

@@ -401,9 +401,10 @@ def dsh_session_event(host: Host, session: Session, event: Event) -> MaybeAwaita
     """Observe every event appended to the session of an agent, after it is committed.
 
     Called by the agent's session right after each append (the event is in the log and cannot
-    be undone), from the agent's construction until its disposal. `host` is the host the agent
-    runs on: a plugin that keeps state per host (a process may run several) keeps it in a
-    service it registered on that host in `dsh_mount` and finds it with
+    be undone), from the agent's construction until its disposal; once per event, however many
+    agents of the host share the session (the first of them still attached publishes). `host`
+    is the host the agent runs on: a plugin that keeps state per host (a process may run
+    several) keeps it in a service it registered on that host in `dsh_mount` and finds it with
     `host.services.get(name)`. An implementation must not append to the session itself.
     Notification: the result is ignored and an exception is logged and contained; when no
     plugin implements this hook, appends publish nothing.

@@ -156,30 +156,48 @@ class Host:
         return ModelRegistry.from_hooks(self)
 
     async def open_agent(
-        self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None, model: str | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        wait: float = 0.0,
+        read_only: bool = False,
     ) -> Agent:
         """An agent on a new session (in `cwd`, default the process's) or on session `session_id`.
 
-        An existing session is resumed (a turn a crash left open is closed first); `model` is a
-        `provider[:model]` spec (default `[host] model`). Close the agent with `await
-        agent.close()`.
+        Driving a session takes its lease, which this host holds until the last of its agents
+        on the session closes (`await agent.close()`), `await host.sessions.release(id)`, or the
+        host closes: meanwhile another host can neither resume nor write it. An existing
+        session is resumed under its lease (a turn a crash left open is closed first);
+        `SessionBusy` when another host drives it for longer than `wait` seconds (at once by
+        default). `read_only=True` drives nothing: the agent works on a copy of the stored
+        session, taking no lease and repairing nothing, to `compose` what a message would send
+        (a turn it ran could not be written). `model` is a `provider[:model]` spec (default
+        `[host] model`).
         """
         from dsh_host.agent.agent import Agent
 
         resolved = self.models.resolve(model)
-        if session_id is None:
+        if read_only:
+            if session_id is None:
+                raise ValueError("read_only=True needs the session_id of a stored session")
+            session = await self.sessions.load(session_id)
+        elif session_id is None:
             session = await self.sessions.open_new(os.fspath(cwd) if cwd is not None else os.getcwd())
         else:
-            session = await self.sessions.resume(session_id)
+            session = await self.sessions.resume(session_id, wait=wait)
         return Agent.create(self, session, resolved)
 
     def close(self) -> None:
-        """Unmount plugins in reverse order and close the store (live sessions are not flushed)."""
+        """Unmount plugins in reverse order, give up every lease and close the store (live sessions are not flushed)."""
         if self._closed:
             return
         self._closed = True
         loading.unmount_all(self, [(p.name, self._plugin_objects[p.name]) for p in self.mounted])
         self.mounted = []
+        if "sessions" in self.__dict__:
+            self.sessions.release_leases()
         if "sources" in self.__dict__:
             self.sources.close()
         if "store" in self.__dict__:

@@ -142,7 +142,8 @@ def preview(host: Host, target_id: str, text: str, as_json: bool) -> None:
 
     async def go() -> Composition:
         try:
-            agent = await host.open_agent(target_id)
+            # Composing drives nothing: the target is read as stored, never leased, repaired or written.
+            agent = await host.open_agent(target_id, read_only=True)
         except SessionNotFound as exc:
             raise DshError(f"target {exc}") from None
         try:

@@ -94,6 +94,7 @@ class Agent:
         self._background: set[asyncio.Future[Any]] = set()
         self._detached = False
         self._stop_publishing = session.subscribe(self._publish_event)
+        host.sessions.attach(session, self)
         self.notify("dsh_agent_created", agent=self)
         self.notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
 
@@ -217,9 +218,13 @@ class Agent:
         return await ticket.result()
 
     async def close(self) -> None:
-        """Dispose of the agent and make its session durable (`dispose` then a flush)."""
+        """Dispose of the agent and make its session durable (`dispose` then a flush).
+
+        The last agent of a host to close on a session ends the host's driving of it: its lease
+        is given up, so another host may drive it.
+        """
         await self.dispose()
-        await self.host.sessions.flush(self.session)
+        await self.host.sessions.agent_closed(self.session)
 
     def inject(self, content: Content, *, source: Json | None = None, meta: JsonValue = ABSENT) -> None:
         """Add a context message (content as for `send`) without running the model.
@@ -287,6 +292,7 @@ class Agent:
         if not self._detached:
             self._detached = True
             self._stop_publishing()
+            self.host.sessions.detach(self.session, self)
             self.notify("dsh_agent_disposed", agent=self)
             await self._quiesce()
 
@@ -404,7 +410,9 @@ class Agent:
 
     def _publish_event(self, session: Session, event: Event) -> None:
         caller = self.host.hook.dsh_session_event
-        if caller.get_hookimpls():  # the common case, nobody listening, costs one check
+        # The common case, nobody listening, costs one check. Of several agents of this host on
+        # one session, one publishes (the first still attached), so a listener hears each event once.
+        if caller.get_hookimpls() and self.host.sessions.leads(session, self):
             emit(caller, {"host": self.host, "session": session, "event": event}, self._track_awaitable)
 
     def notify(self, hook: str, **arguments: object) -> None:

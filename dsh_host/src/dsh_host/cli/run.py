@@ -44,12 +44,31 @@ def announce_model(host: Host) -> None:
 
 
 async def run_turn(
-    host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Callable[[str], None]
+    host: Host,
+    text: str,
+    *,
+    session_id: str | None,
+    as_json: bool,
+    echo: Callable[[str], None],
+    wait: float = 0.0,
 ) -> Session:
-    """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events."""
-    from dsh_host.agent.composition import ComposeError
+    """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events.
 
-    agent = await host.open_agent(session_id)
+    A session another dsh drives is refused at once (`SessionBusy`), or after queueing for its
+    lease for up to `wait` seconds (saying so once on stderr). The model is announced once the
+    session is open: a refusal is one line.
+    """
+    from dsh_host.agent.composition import ComposeError
+    from dsh_host.store.base import SessionBusy
+
+    try:
+        agent = await host.open_agent(session_id)
+    except SessionBusy as busy:
+        if not wait:
+            raise
+        click.echo(f"dsh: {display_inline_text(str(busy))}; waiting up to {wait:g} s", err=True)
+        agent = await host.open_agent(session_id, wait=wait)
+    announce_model(host)
     session = agent.session
 
     def on_event(_: Session, event: Event) -> None:
@@ -80,9 +99,22 @@ async def run_turn(
 @click.argument("prompt")
 @click.option("--session", "session_id", default=None, help="Continue this session instead of starting one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the turn's events as JSON lines.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    metavar="SECONDS",
+    help="When another dsh drives the session, wait up to SECONDS for it to finish instead of failing at once.",
+)
 @click.pass_obj
-def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
-    """Run one headless turn of PROMPT and stream the reply."""
+def run(host: Host, prompt: str, session_id: str | None, as_json: bool, wait: float) -> None:
+    """Run one headless turn of PROMPT and stream the reply.
+
+    A session another dsh is driving (the chat UI, another dsh run, dsh acp) is refused with one
+    line and exit code 1, unless --wait queues behind it.
+    """
+    if wait and session_id is None:
+        raise click.UsageError("--wait needs --session: only an existing session can be driven by another dsh")
 
     def echo(text: str) -> None:
         try:
@@ -96,9 +128,8 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
     # Imported here: registering the command (every dsh run) must not load the agent loop.
     import asyncio
 
-    announce_model(host)
     try:
-        session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo))
+        session = asyncio.run(run_turn(host, prompt, session_id=session_id, as_json=as_json, echo=echo, wait=wait))
     except TurnFailed as exc:
         # The failed turn was persisted: name its session before the error line.
         click.echo(f"session: {display_inline_text(exc.session.id)}", err=True)

@@ -31,12 +31,18 @@ class _OneLine(logging.Formatter):
         return super().format(line)
 
 
+QUIET_LIBRARIES = ("psycopg",)
+"""Libraries whose own log records dsh shows only with --debug: what they warn of (each
+connection a restarted PostgreSQL server broke) reaches the user as dsh's one-line error."""
+
+
 @contextlib.contextmanager
 def logging_to_stderr(debug: bool) -> Iterator[None]:
     """Show the `dsh.*` loggers' records on stderr, one line each, until the command returns.
 
-    The previous configuration of the `dsh` logger comes back afterwards, so `main` called in
-    a process (a test, a host embedding the command) leaves no handler behind.
+    The previous configuration of the `dsh` logger (and of the quiet libraries' loggers) comes
+    back afterwards, so `main` called in a process (a test, a host embedding the command)
+    leaves no handler behind.
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLine(debug))
@@ -45,6 +51,11 @@ def logging_to_stderr(debug: bool) -> Iterator[None]:
     logger.handlers[:] = [handler]
     logger.setLevel(logging.DEBUG if debug else logging.WARNING)
     logger.propagate = False
+    libraries = [logging.getLogger(name) for name in QUIET_LIBRARIES]
+    saved_libraries = [(library.handlers[:], library.propagate) for library in libraries]
+    for library in libraries:
+        library.handlers[:] = [handler if debug else logging.NullHandler()]
+        library.propagate = False
     try:
         # Progress of long work (first-open indexing) is a bar on a terminal, not log lines.
         with drawing_progress(sys.stderr):
@@ -52,3 +63,5 @@ def logging_to_stderr(debug: bool) -> Iterator[None]:
     finally:
         logger.handlers[:], level, logger.propagate = saved
         logger.setLevel(level)
+        for library, (handlers, propagate) in zip(libraries, saved_libraries, strict=True):
+            library.handlers[:], library.propagate = handlers, propagate

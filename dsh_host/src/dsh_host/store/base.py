@@ -20,6 +20,11 @@ from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 
 
+def _quoted(session_id: str) -> str:
+    """A session id as messages quote it (JSON, so any string reads unambiguously)."""
+    return json.dumps(session_id, ensure_ascii=False)
+
+
 class StoreError(DshError):
     """The store cannot be used (not ours, from the future, corrupt, closed, or a conflict)."""
 
@@ -32,8 +37,44 @@ class SessionNotFound(StoreError):
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {json.dumps(session_id, ensure_ascii=False)} not found")
+        super().__init__(f"session {_quoted(session_id)} not found")
         self.session_id = session_id
+
+
+class SessionBusy(StoreError):
+    """Another host process drives the session: it holds the session's lease.
+
+    Raised before anything is written, by whatever would drive the session (resuming it,
+    flushing it, importing over it, deleting it). The message names the session and says that
+    another dsh is driving it; `session_id` is the session's id.
+    """
+
+    def __init__(self, session_id: str, message: str | None = None) -> None:
+        super().__init__(message or f"session {_quoted(session_id)} is being driven by another dsh")
+        self.session_id = session_id
+
+    @classmethod
+    def after_waiting(cls, session_id: str, seconds: float) -> SessionBusy:
+        """The refusal after waiting `seconds` for the lease in vain."""
+        return cls(
+            session_id, f"session {_quoted(session_id)} is still being driven by another dsh after {seconds:g} s"
+        )
+
+    @classmethod
+    def taken_over(cls, session_id: str) -> SessionBusy:
+        """The lease was lost (the store was unreachable) and another host took the session meanwhile."""
+        return cls(
+            session_id, f"session {_quoted(session_id)} was taken over by another dsh; this one stopped driving it"
+        )
+
+
+def id_not_available(session_id: str) -> StoreError:
+    """The refusal of an id for a new session, whatever holds it.
+
+    The same words whether a readable session, a session this role may not see, a live session or
+    a driver holds the id: creating a session must not tell whether a hidden one exists.
+    """
+    return StoreError(f"session id {_quoted(session_id)} is not available")
 
 
 class SessionRow(NamedTuple):
@@ -183,4 +224,51 @@ class SessionStore(Protocol):
 
     def close(self) -> None:
         """Release connections; later calls raise `StoreError`."""
+        ...
+
+
+class SessionLease(Protocol):
+    """The right to drive one session, held by one host process until released.
+
+    A driver writes the session through its lease: `append` is the store's `append`, done only
+    while the lease is held. A lease dies with the process that holds it (SIGKILL included), so
+    a crashed driver never blocks the next one.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """The leased session's id."""
+        ...
+
+    def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        """`SessionStore.append` under the lease.
+
+        A store whose lease can be lost while its process lives (a connection to a database
+        server) takes it again here; `SessionBusy` when another host took the session meanwhile
+        (nothing is written, and the lease is gone for good).
+        """
+        ...
+
+    def release(self) -> None:
+        """Give the lease up; calling it again does nothing."""
+        ...
+
+
+@runtime_checkable
+class LeasingStore(SessionStore, Protocol):
+    """A store that can keep two hosts from driving one session at once (an optional capability).
+
+    The host takes a session's lease before it drives the session (resuming it, or the first
+    flush of a new one) and writes the session through it. Reads never take a lease and are
+    never blocked by one. While another process holds a session's lease, `delete` of it and
+    `import_log(..., replace=True)` over it raise `SessionBusy`.
+    """
+
+    def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """Take `session_id`'s lease for this process (the session need not be stored yet).
+
+        `SessionBusy` when another holder keeps it for longer than `wait` seconds (at once
+        when `wait` is 0). A process holds at most one lease of a session: a second `lease` of
+        it, even from the same process, is refused like anyone's.
+        """
         ...

@@ -76,12 +76,48 @@ def session_options(statement_timeout_ms: int) -> str:
     return f"-c statement_timeout={statement_timeout_ms}"
 
 
+@contextlib.contextmanager
+def in_transaction(conn: psycopg.Connection, begin: str = "BEGIN") -> Iterator[psycopg.Connection]:
+    """One transaction on `conn`, in pipeline mode: committed when the block ends, rolled back when it raises.
+
+    Statements are sent as they are issued and the connection waits only where a result is
+    fetched, so a flush costs two round trips (lock the session's row; write everything and
+    commit) and a read one. Database errors pass through as psycopg's.
+    """
+    try:
+        with conn.pipeline():
+            conn.execute(begin)
+            yield conn
+            conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+def lost_connection(exc: psycopg.Error) -> bool:
+    """Whether `exc` says the connection to the server is gone (not that a statement failed)."""
+    # No SQLSTATE: libpq's own report of a broken socket; class 08 and 57P: the server went away.
+    return isinstance(exc, psycopg.OperationalError) and (
+        exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P"))
+    )
+
+
+def store_error(exc: psycopg.Error) -> StoreError:
+    """A database error as the one-line StoreError a store raises."""
+    if isinstance(exc, errors.UniqueViolation):
+        return StoreError(f"PostgreSQL store: conflict with another writer: {one_line(exc)}")
+    return StoreError(f"PostgreSQL store: {one_line(exc)}")
+
+
 class Pool:
     """The store's connections: a pool whose every use is one transaction. Thread-safe."""
 
     def __init__(self, dsn: str, dbname: str, *, size: int, options: str) -> None:
         self.dbname = dbname
         self._closed = False
+        self._dsn = dsn
+        self._options = options
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
             min_size=1,
@@ -97,40 +133,38 @@ class Pool:
         self._closed = True
         self._pool.close()
 
-    @contextlib.contextmanager
-    def transaction(self, begin: str = "BEGIN") -> Iterator[psycopg.Connection]:
-        """One transaction on a pooled connection; database errors become one-line StoreErrors.
-
-        The transaction runs in pipeline mode: statements are sent as they are issued and the
-        connection waits only where a result is fetched, so a flush costs two round trips (lock
-        the session's row; write everything and commit) and a read one.
-        """
+    def check_open(self) -> None:
+        """StoreError when the store was closed."""
         if self._closed:
             raise StoreError(f"session store (PostgreSQL database {self.dbname!r}) is closed")
-        broken = False
+
+    def dedicated(self) -> psycopg.Connection:
+        """A connection of its own, outside the pool, set up as the pool's are (StoreUnavailable when none)."""
+        self.check_open()
+        return connect(self._dsn, autocommit=True, options=self._options)
+
+    def connection_lost(self) -> None:
+        """A connection to the server broke: drop the pooled ones that broke with it.
+
+        The pool would hand each out once more, to fail; checked now, the next transaction gets
+        a working connection as soon as the server answers again.
+        """
+        with contextlib.suppress(psycopg.Error, psycopg_pool.PoolTimeout):
+            self._pool.check()
+
+    @contextlib.contextmanager
+    def transaction(self, begin: str = "BEGIN") -> Iterator[psycopg.Connection]:
+        """One transaction on a pooled connection (see `in_transaction`); errors become one-line StoreErrors."""
+        self.check_open()
         try:
-            with self._pool.connection() as conn:
-                try:
-                    with conn.pipeline():
-                        conn.execute(begin)
-                        yield conn
-                        conn.execute("COMMIT")
-                except BaseException:
-                    broken = conn.broken
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                    raise
+            with self._pool.connection() as conn, in_transaction(conn, begin):
+                yield conn
         except psycopg_pool.PoolTimeout as exc:
             raise StoreError(f"PostgreSQL store: no connection to {self.dbname!r}: {one_line(exc)}") from None
-        except errors.UniqueViolation as exc:
-            raise StoreError(f"PostgreSQL store: conflict with another writer: {one_line(exc)}") from None
         except psycopg.Error as exc:
-            if broken:
-                # The server dropped the connection (it restarted, or went away): the pool's idle
-                # connections are as stale, so they are replaced now rather than failing the next
-                # calls one by one once the server is back.
-                self._pool.check()
-            raise StoreError(f"PostgreSQL store: {one_line(exc)}") from None
+            if lost_connection(exc):
+                self.connection_lost()
+            raise store_error(exc) from None
 
     def read(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
         """A read transaction: every statement inside sees one snapshot."""

@@ -1,4 +1,7 @@
-"""`PostgresSessionStore`: the store's operations, each one transaction on a pooled connection."""
+"""`PostgresSessionStore`: the store's operations, each one transaction on a pooled connection.
+
+A driven session's lease is an advisory lock on a connection of its own (`dsh_host.store.postgres.locks`).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ import psycopg
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import CandidateRow, ListingKey, SessionRow, StoredTitle
-from dsh_host.store.postgres import reads, schema, search, writes
+from dsh_host.store.base import CandidateRow, ListingKey, SessionLease, SessionRow, StoredTitle
+from dsh_host.store.leases import OutstandingLeases
+from dsh_host.store.postgres import locks, reads, schema, search, writes
 from dsh_host.store.postgres.pool import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STATEMENT_TIMEOUT_MS,
@@ -36,6 +40,7 @@ class PostgresSessionStore:
         self._pool = pool
         self.role = role
         self.dbname = pool.dbname
+        self._leases: OutstandingLeases[locks.AdvisoryLease] = OutstandingLeases()
 
     @classmethod
     def open(
@@ -63,7 +68,14 @@ class PostgresSessionStore:
         return cls.open(dsn, pool_size=pool_size, statement_timeout_ms=timeout)
 
     def close(self) -> None:
+        self._leases.release_all()
         self._pool.close()
+
+    # -- leases ------------------------------------------------------------------------------
+
+    def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """Take `session_id`'s lease: an advisory lock on a connection of its own (see `LeasingStore.lease`)."""
+        return self._leases.add(locks.take(self._pool, session_id, wait, self._leases.discard))
 
     # -- writes ------------------------------------------------------------------------------
 

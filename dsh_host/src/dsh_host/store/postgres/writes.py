@@ -4,18 +4,21 @@ A write to a stored session locks its row first (`SELECT ... FOR UPDATE`), so tw
 appending to one session serialise there; the second finds the seq it expected taken and gets a
 conflict error with nothing written. A new session's row is created by an insert that yields to
 any row of the same id (ids are unique across the database). Only the session's owner may change
-it: row-level security lets no other role lock or write its rows.
+it: row-level security lets no other role lock or write its rows. Deleting a session, or
+importing over it, is refused while another connection holds the session's lease (a
+session-level advisory lock on `lease_key`; see `dsh_host.store.postgres.locks`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import psycopg
 
 from dsh_host.session.events import Event, SessionHeader, surface_text
 from dsh_host.store import rows
-from dsh_host.store.base import SessionNotFound, StoreError
+from dsh_host.store.base import SessionBusy, SessionNotFound, StoreError, id_not_available
 from dsh_host.store.codec import encode, fits_postgres, folded, pack_fields, to_postgres
 
 # Arrays go in binary: the text format escapes every element in Python, which costs more than
@@ -56,6 +59,7 @@ def import_log(conn: psycopg.Connection, header: SessionHeader, batch: rows.Batc
     if row is not None:
         if not replace:
             raise rows.already_exists(header.id)
+        _refuse_if_driven(conn, header.id)
         _delete(conn, row[0])
     pk = _try_insert_session(conn, header)
     if pk is None:
@@ -68,6 +72,7 @@ def delete(conn: psycopg.Connection, session_id: str) -> bool:
     """Remove a session of this role's; False when there was none."""
     row = _owned_for_update(conn, session_id)
     if row is not None:
+        _refuse_if_driven(conn, session_id)
         _delete(conn, row[0])
     return row is not None
 
@@ -82,6 +87,20 @@ def share(conn: psycopg.Connection, session_id: str, role: str | None) -> None:
         "UPDATE dsh.sessions SET reader = %s::regrole WHERE id = %s",
         (None if role is None else _quoted_role(role), encode(session_id)),
     )
+
+
+def lease_key(session_id: str) -> int:
+    """The advisory lock key of a session's lease: 64 bits of a hash of its id."""
+    digest = hashlib.sha256(b"dsh-session\0" + encode(session_id)).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _refuse_if_driven(conn: psycopg.Connection, session_id: str) -> None:
+    """SessionBusy when another connection holds the session's lease; until commit, nobody can take it."""
+    # Called once the session is known to be visible and ours: the lease says nothing of others' sessions.
+    (free,) = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lease_key(session_id),)).fetchone() or (False,)
+    if not free:
+        raise SessionBusy(session_id)
 
 
 def _owned_for_update(conn: psycopg.Connection, session_id: str) -> tuple[Any, ...] | None:
@@ -179,9 +198,9 @@ def _delete(conn: psycopg.Connection, pk: int) -> None:
 
 
 def _taken(session_id: str) -> StoreError:
-    # Stored meanwhile by another writer, or by a role this one cannot see: ids are unique across
-    # the database.
-    return StoreError(f"session {session_id!r} already exists (another writer created it); nothing was written")
+    # Stored meanwhile by another writer, or by a role this one cannot see (ids are unique across
+    # the database): the words must not tell which.
+    return id_not_available(session_id)
 
 
 def _quoted_role(role: str) -> str:

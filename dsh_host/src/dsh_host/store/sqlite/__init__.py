@@ -18,7 +18,7 @@ Schema choices, each for a figure the store must meet:
 
 Modules: `connection` (opening the file, transactions), `schema` (creating, recognising and
 upgrading the file), `store` (`SqliteSessionStore`: reads and writes), `search` (the indexes and
-the ranked query).
+the ranked query), `locks` (session leases: a lock file per driven session, beside the database).
 """
 
 from dsh_host.store.sqlite.schema import SCHEMA_VERSION

@@ -2,7 +2,8 @@
 
 Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
 write different sessions at once. Reads run on per-thread connections, so async callers can
-run them in worker threads.
+run them in worker threads. A driven session's lease is a lock file beside the database
+(`dsh_host.store.sqlite.lease`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ from typing import Any, cast
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store.base import (
+    CandidateRow,
+    ListingKey,
+    SessionLease,
+    SessionNotFound,
+    SessionRow,
+    StoredTitle,
+    StoreError,
+)
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
-from dsh_host.store.sqlite import relevance, schema, search
+from dsh_host.store.leases import OutstandingLeases
+from dsh_host.store.sqlite import locks, relevance, schema, search
 from dsh_host.store.sqlite.connection import Transaction, connect
 from dsh_host.store.sqlite.schema import Progress
 
@@ -64,6 +74,7 @@ class SqliteSessionStore:
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._leases: OutstandingLeases[locks.FileLease] = OutstandingLeases()
         self._closed = False
 
     @classmethod
@@ -122,6 +133,17 @@ class SqliteSessionStore:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._connections.clear()
+        self._leases.release_all()
+
+    # -- leases ------------------------------------------------------------------------------
+
+    def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """Take `session_id`'s lease: its lock file beside the database (see `LeasingStore.lease`)."""
+        if self._closed:
+            raise StoreError(f"session store {self.path} is closed")
+        return self._leases.add(
+            locks.take(locks.locks_folder(self.path), session_id, wait, self.append, self._leases.discard)
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -147,7 +169,7 @@ class SqliteSessionStore:
     def import_log(self, header: SessionHeader, events: Sequence[Event], *, replace: bool = False) -> None:
         """Store a whole, already validated log in one transaction (`replace` drops an existing one)."""
         batch = rows.Batch(header, events) if events else None
-        with self._write() as conn:
+        with self._undriven(header.id) if replace else contextlib.nullcontext(), self._write() as conn:
             row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (encode(header.id),)).fetchone()
             if row is not None:
                 if not replace:
@@ -158,11 +180,15 @@ class SqliteSessionStore:
                 _write_events(conn, pk, batch, 0, titled=True)
 
     def delete(self, session_id: str) -> bool:
-        with self._write() as conn:
+        with self._undriven(session_id), self._write() as conn:
             row = conn.execute("SELECT pk FROM sessions WHERE id = ?", (encode(session_id),)).fetchone()
             if row is not None:
                 _delete(conn, row[0])
         return row is not None
+
+    def _undriven(self, session_id: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the session's lock for a write that must not happen under a driver (SessionBusy if one drives it)."""
+        return locks.held(locks.locks_folder(self.path), session_id)
 
     # -- reads -------------------------------------------------------------------------------
 
