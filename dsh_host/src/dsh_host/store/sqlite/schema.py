@@ -1,7 +1,9 @@
 """The SQLite store's file and schema: creating them, recognising them, upgrading older versions.
 
-Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes (a
-version 1 database gets them on first open).
+Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, the
+body index contentless and keyed by surface position, about a third of version 2's size. A
+database of version 1 or 2 gets version 3's search indexes on first open, built in the one
+transaction that upgrades it: a process killed meanwhile leaves the old version whole.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -91,7 +93,7 @@ def version_of(conn: sqlite3.Connection, path: Path) -> int | None:
             f"{path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
             "upgrade dsh to open it"
         )
-    if version not in (1, SCHEMA_VERSION):
+    if version < 1:
         raise StoreError(f"{path} has unknown schema version {version}")
     return version
 
@@ -106,8 +108,9 @@ def create(conn: sqlite3.Connection) -> None:
 
 
 def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
-    """Upgrade version 1 to 2 (inside the caller's write transaction): create and fill the search indexes."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+    """Upgrade version 1 or 2 (inside the caller's write transaction): (re)build the search indexes."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # not upgraded meanwhile
+        search.drop_indexes(conn)
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)
