@@ -9,14 +9,17 @@ text of a node (its display content's text blocks joined with newlines) is the h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import SurfaceText
 from dsh_host.log import surface_text
 from dsh_host.text import has_surrogate, join_surrogate_pairs
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 Role = Literal["user", "assistant"]
 
@@ -60,14 +63,14 @@ class ProjectedSource:
 def project_surface(
     session: SessionHeaderLike,
     captured_through_seq: int | None,
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[Json],
 ) -> ProjectedSource:
     """Project surface ``events`` (log JSON form, model-history order) of ``session``.
 
     ``captured_through_seq`` is passed through: it is the seq of the snapshot's last log event
     of any type, which need not be a surface event.
     """
-    texts = (surface_text(event.get("type"), event.get("data")) for event in events)
+    texts = (surface_text(cast(str, event.get("type")), event.get("data")) for event in events)
     return project_texts(session, captured_through_seq, texts)
 
 
@@ -87,7 +90,7 @@ def project_texts(
     # are joined so byte counts and cuts downstream match the reference. One check of the
     # whole conversation spares the per-message check when (as usual) there is none.
     pairs = has_surrogate("".join([row[3] for row in rows]))
-    messages = []
+    messages: list[ProjectedMessage] = []
     append = messages.append
     make = ProjectedMessage._make  # builds from one tuple, cheaper than the keyword-aware constructor
     for kind, source_kind, source_plugin, text in rows:
