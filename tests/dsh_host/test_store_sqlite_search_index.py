@@ -93,6 +93,15 @@ def postings(conn: sqlite3.Connection) -> list[tuple]:
     return conn.execute("SELECT term, doc, offset FROM temp.postings ORDER BY term, doc, offset").fetchall()
 
 
+def postings_of(path: Path) -> list[tuple]:
+    """Every (word, key, position) the body index of the (closed) database at `path` holds."""
+    conn = raw(path)
+    try:
+        return postings(conn)
+    finally:
+        conn.close()
+
+
 def freshly_built_postings(path: Path, scratch: Path) -> list[tuple]:
     """What the body index of the (closed) database at `path` holds when built anew over its surface."""
     shutil.copyfile(path, scratch)
@@ -175,11 +184,7 @@ def test_every_kind_of_write_keeps_the_index_as_a_fresh_build_would(tmp_path):
     assert [id_ for id_, _ in snippets("walrus")] == ["short", "long"]
     store.close()
 
-    conn = raw(path)
-    try:
-        held = postings(conn)
-    finally:
-        conn.close()
+    held = postings_of(path)
     assert held == freshly_built_postings(path, tmp_path / "fresh.sqlite3")
     keys = {doc for _, doc, _ in held}
     assert min(keys) < 1 << 62 <= max(keys)  # both ranges of keys were written
@@ -312,3 +317,40 @@ def test_a_process_killed_while_upgrading_leaves_version_2_whole(tmp_path):
         assert answers(store) == expected
     finally:
         store.close()
+    conn = raw(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    assert postings_of(path) == freshly_built_postings(path, tmp_path / "fresh.sqlite3")
+
+
+def node_ranks(path: Path, query: str) -> dict[tuple[int, int], float]:
+    """The BM25 rank of each node (session pk, seq) the body index matches, in either layout."""
+    conn = raw(path)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        matched = conn.execute("SELECT rowid, rank FROM surface_fts WHERE surface_fts MATCH ?", (query,)).fetchall()
+        if version == 2:  # keyed by event: pk << 32 | seq
+            return {(key >> 32, key & 0xFFFFFFFF): rank for key, rank in matched}
+        seq_of = "SELECT seq FROM surface WHERE session_pk = ? AND ord = ?"
+        return {
+            (pk, conn.execute(seq_of, (pk, ord_)).fetchone()[0]): rank
+            for (pk, ord_), rank in ((search.node_of_key(key), rank) for key, rank in matched)
+        }
+    finally:
+        conn.close()
+
+
+def test_the_new_layout_ranks_every_node_as_version_2_did(tmp_path):
+    path = tmp_path / "sessions.sqlite3"
+    store_sessions(path)
+    as_version_2(path)
+    queries = ("walrus", "seals", "number7", "otter filler3", "tusk walrus")
+    before = [node_ranks(path, query) for query in queries]
+    assert all(before)
+
+    SqliteSessionStore.open(path).close()
+
+    assert [node_ranks(path, query) for query in queries] == before
