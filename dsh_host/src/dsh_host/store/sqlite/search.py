@@ -2,8 +2,8 @@
 
 - `surface_fts` indexes the text of every surface node a reference shows (unicode61 words,
   diacritics folded). It is contentless: the text stays in `surface` alone, and the snippet is
-  cut from there. Its rowid is the node's search key (`node_key`), made from the session's pk
-  and the node's surface position. Triggers on `surface` insert and delete its rows (a delete
+  cut from there. Its rowid is the node's search key (`node_key_sql`), made from the session's
+  pk and the node's surface position. Triggers on `surface` insert and delete its rows (a delete
   hands FTS5 the very text the insert did, as a contentless table needs), so it changes in the
   very transaction that changes the surface: a compaction's replace removes the folded nodes
   from search as it removes them from the surface.
