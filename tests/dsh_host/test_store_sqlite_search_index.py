@@ -297,7 +297,7 @@ SqliteSessionStore.open(sys.argv[1], progress=die_halfway)
 """
 
 
-def test_a_process_killed_while_upgrading_leaves_version_2_whole(tmp_path):
+def test_a_process_killed_while_upgrading_leaves_version_2_whole_for_the_next_open_to_upgrade(tmp_path):
     path = tmp_path / "sessions.sqlite3"
     store_sessions(path)
     store = SqliteSessionStore.open(path)
