@@ -1,5 +1,6 @@
 """The SQLite store's search index: contentless and keyed by surface position, kept exactly by
-every kind of write, and built in place of version 2's layout on first open, whole or not at all.
+every kind of write, and built in place of the older layout (schema versions 2 and 3) on first
+open, whole or not at all.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ USER = {"kind": "user"}
 CHECKPOINT = dict(COMPACT_CHECKPOINT_SOURCE)
 FOLD = connection.FOLD_FUNCTION
 
-# Version 2's search objects, as that version created them: an FTS5 table keeping its own copy
+# The search objects of schema versions 2 and 3, as they created them: an FTS5 table keeping its own copy
 # of each node's text, keyed by the node's event key.
-_V2_SEARCH_SCHEMA = f"""
+_OLD_SEARCH_SCHEMA = f"""
 CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE session_names USING fts5(id, title, cwd, tokenize = 'trigram case_sensitive 1');
 CREATE TRIGGER surface_fts_insert AFTER INSERT ON surface WHEN {searchable_condition("new.")} BEGIN
@@ -50,7 +51,7 @@ CREATE TRIGGER session_names_delete AFTER DELETE ON sessions BEGIN
     DELETE FROM session_names WHERE rowid = old.pk;
 END;
 """
-_V2_FILL = (
+_OLD_FILL = (
     "INSERT INTO session_names (rowid, id, title, cwd) "
     f"SELECT pk, {FOLD}(id), {FOLD}(title), {FOLD}(cwd) FROM sessions",
     "INSERT INTO surface_fts (rowid, text) SELECT (session_pk << 32) | seq, text FROM surface "
@@ -108,7 +109,7 @@ def freshly_built_postings(path: Path, scratch: Path) -> list[tuple]:
     conn = raw(scratch)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("PRAGMA user_version = 2")
+        conn.execute("PRAGMA user_version = 3")  # the version before that differs in search alone
         schema.upgrade(conn, None)
         conn.execute("COMMIT")
         return postings(conn)
@@ -190,7 +191,7 @@ def test_every_kind_of_write_keeps_the_index_as_a_fresh_build_would(tmp_path):
     assert min(keys) < 1 << 62 <= max(keys)  # both ranges of keys were written
 
 
-# -- upgrading a version 2 database ------------------------------------------------------------------
+# -- upgrading a database of the older layout ----------------------------------------------------------
 
 SESSIONS = 24
 
@@ -215,43 +216,47 @@ def answers(store: SqliteSessionStore) -> list[list]:
     return [store.search_candidates(query, target_id=None, target_cwd="/w", limit=50) for query in QUERIES]
 
 
-def as_version_2(path: Path) -> None:
-    """Give the (closed) database version 2's search tables and triggers, filled as version 2 filled them."""
+def as_old_version(path: Path, version: int) -> None:
+    """Turn the (closed) database into schema `version` (2 or 3): the older search tables and
+    triggers, filled as those versions filled them, and (version 2) no last activity."""
     conn = raw(path)
     try:
         conn.execute("BEGIN IMMEDIATE")
         search.drop_indexes(conn)
-        for statement in schema._statements(_V2_SEARCH_SCHEMA):
+        for statement in schema._statements(_OLD_SEARCH_SCHEMA):
             conn.execute(statement)
-        for statement in _V2_FILL:
+        for statement in _OLD_FILL:
             conn.execute(statement)
-        conn.execute("PRAGMA user_version = 2")
+        if version == 2:
+            conn.execute("ALTER TABLE sessions DROP COLUMN last_activity_at")
+        conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
 
 
-def assert_version_2_whole(path: Path) -> None:
+def assert_old_version_whole(path: Path, version: int) -> None:
     conn = raw(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == version
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        # FTS5 checks its index against the copy of the text version 2 keeps.
+        # FTS5 checks its index against the copy of the text the older layout keeps.
         conn.execute("INSERT INTO surface_fts (surface_fts) VALUES ('integrity-check')")
         assert conn.execute("SELECT count(*) FROM surface_fts WHERE surface_fts MATCH 'tusk'").fetchone() == (SESSIONS,)
     finally:
         conn.close()
 
 
-def test_a_version_2_database_gets_the_new_layout_on_first_open(tmp_path, monkeypatch):
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_database_gets_the_new_layout_on_first_open(tmp_path, monkeypatch, version):
     path = tmp_path / "sessions.sqlite3"
     store_sessions(path)
     store = SqliteSessionStore.open(path)
     expected = answers(store)
     store.close()
-    as_version_2(path)
-    assert_version_2_whole(path)
+    as_old_version(path, version)
+    assert_old_version_whole(path, version)
     monkeypatch.setattr(search, "FILL_BATCH_SESSIONS", 10)
     seen: list[tuple[int, int]] = []
 
@@ -297,13 +302,13 @@ SqliteSessionStore.open(sys.argv[1], progress=die_halfway)
 """
 
 
-def test_a_process_killed_while_upgrading_leaves_version_2_whole_for_the_next_open_to_upgrade(tmp_path):
+def test_a_process_killed_while_upgrading_leaves_the_old_version_whole_for_the_next_open_to_upgrade(tmp_path):
     path = tmp_path / "sessions.sqlite3"
     store_sessions(path)
     store = SqliteSessionStore.open(path)
     expected = answers(store)
     store.close()
-    as_version_2(path)
+    as_old_version(path, 3)
     wal = path.with_name(path.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
 
@@ -311,7 +316,7 @@ def test_a_process_killed_while_upgrading_leaves_version_2_whole_for_the_next_op
 
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert wal.stat().st_size > 0  # the upgrade had written part of its work
-    assert_version_2_whole(path)
+    assert_old_version_whole(path, 3)
     store = SqliteSessionStore.open(path)
     try:
         assert answers(store) == expected
@@ -332,7 +337,7 @@ def node_ranks(path: Path, query: str) -> dict[tuple[int, int], float]:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         matched = conn.execute("SELECT rowid, rank FROM surface_fts WHERE surface_fts MATCH ?", (query,)).fetchall()
-        if version == 2:  # keyed by event: pk << 32 | seq
+        if version < SCHEMA_VERSION:  # the older layout, keyed by event: pk << 32 | seq
             return {(key >> 32, key & 0xFFFFFFFF): rank for key, rank in matched}
         seq_of = "SELECT seq FROM surface WHERE session_pk = ? AND ord = ?"
         return {
@@ -343,10 +348,10 @@ def node_ranks(path: Path, query: str) -> dict[tuple[int, int], float]:
         conn.close()
 
 
-def test_the_new_layout_ranks_every_node_as_version_2_did(tmp_path):
+def test_the_new_layout_ranks_every_node_as_the_old_one_did(tmp_path):
     path = tmp_path / "sessions.sqlite3"
     store_sessions(path)
-    as_version_2(path)
+    as_old_version(path, 3)
     queries = ("walrus", "seals", "number7", "otter filler3", "tusk walrus")
     before = [node_ranks(path, query) for query in queries]
     assert all(before)

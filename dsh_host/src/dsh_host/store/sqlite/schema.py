@@ -1,9 +1,10 @@
 """The SQLite store's file and schema: creating them, recognising them, upgrading older versions.
 
-Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, the
-body index contentless and keyed by surface position, about a third of version 2's size. A
-database of version 1 or 2 gets version 3's search indexes on first open, built in the one
-transaction that upgrades it: a process killed meanwhile leaves the old version whole.
+Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, each
+session's last activity; 4, the body index contentless and keyed by surface position, about a
+third of the size of the layout before. An older database is upgraded on first open, in one
+transaction (its search indexes built anew): a process killed meanwhile leaves the old version
+whole.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -32,7 +33,8 @@ CREATE TABLE sessions (
     title TEXT,
     title_seq INTEGER,
     title_time INTEGER,
-    raw_surface_text INTEGER NOT NULL DEFAULT 0
+    raw_surface_text INTEGER NOT NULL DEFAULT 0,
+    last_activity_at NUMERIC NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
 CREATE TABLE events (
@@ -51,6 +53,18 @@ CREATE TABLE surface (
     PRIMARY KEY (session_pk, ord)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
+"""
+
+# Version 3: the time of each session's last event (its creation time while it has none), read
+# from the event line at `next_seq - 1` (a line that is not JSON, which no reader could use,
+# counts as none).
+_ADD_LAST_ACTIVITY = """
+ALTER TABLE sessions ADD COLUMN last_activity_at NUMERIC NOT NULL DEFAULT 0;
+UPDATE sessions SET last_activity_at = coalesce(
+    (SELECT CASE WHEN json_valid(line) THEN json_extract(line, '$.time') END FROM events
+        WHERE key = (sessions.pk << 32) | (sessions.next_seq - 1)),
+    created_at
+);
 """
 
 Progress = Callable[[int, int], None]
@@ -108,13 +122,23 @@ def create(conn: sqlite3.Connection) -> None:
 
 
 def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
-    """Upgrade version 1 or 2 (inside the caller's write transaction): (re)build the search indexes."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # not upgraded meanwhile
+    """Bring an older schema to the current version (inside the caller's write transaction).
+
+    Version 3 added the last activity; version 4 changed the search indexes' layout, so every
+    older version (1 had none) gets them dropped, created and filled here.
+    """
+    version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
+    if version == SCHEMA_VERSION:
+        return
+    if version < 4:
         search.drop_indexes(conn)
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if version < 3:
+        for statement in _statements(_ADD_LAST_ACTIVITY):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _statements(script: str) -> Iterator[str]:
