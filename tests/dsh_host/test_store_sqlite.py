@@ -114,7 +114,8 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
 
 
 def _as_version_2(path: Path) -> None:
-    """Turn a database into what schema version 2 was: no last activity."""
+    """Turn a database into schema version 2 as far as the last activity goes (none); the older search
+    layout of versions 2 and 3 is test_store_sqlite_search_index's."""
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("ALTER TABLE sessions DROP COLUMN last_activity_at")

@@ -14,7 +14,9 @@ Schema choices, each for a figure the store must meet:
 - `sessions` keeps the header, the next seq, and the latest title, so listing sessions with
   titles reads no log.
 - `surface_fts` and `session_names` are the full-text indexes candidate search reads, kept by
-  triggers in the transaction that writes the rows they mirror.
+  triggers in the transaction that writes the rows they mirror. `surface_fts` keeps no copy of
+  the text (a snippet is cut from `surface`), and its keys put neighbouring sessions' nodes
+  near one another, so the index stays smaller than the text it indexes.
 
 Modules: `connection` (opening the file, transactions), `schema` (creating, recognising and
 upgrading the file), `store` (`SqliteSessionStore`: reads and writes), `search` (the indexes and

@@ -1,7 +1,10 @@
 """The SQLite store's file and schema: creating them, recognising them, upgrading older versions.
 
 Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, each
-session's last activity. An older database is upgraded on first open, in one transaction.
+session's last activity; 4, the body index contentless and keyed by surface position, about a
+third of the size of the layout before. An older database is upgraded on first open, in one
+transaction (its search indexes built anew): a process killed meanwhile leaves the old version
+whole.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -121,12 +124,14 @@ def create(conn: sqlite3.Connection) -> None:
 def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
     """Bring an older schema to the current version (inside the caller's write transaction).
 
-    Version 2 added the search indexes (created and filled here), version 3 the last activity.
+    Version 3 added the last activity; version 4 changed the search indexes' layout, so every
+    older version (1 had none) gets them dropped, created and filled here.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
     if version == SCHEMA_VERSION:
         return
-    if version < 2:
+    if version < 4:
+        search.drop_indexes(conn)
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)

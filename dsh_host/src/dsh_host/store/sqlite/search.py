@@ -1,10 +1,12 @@
 """Candidate search in the SQLite store: two FTS5 indexes kept by triggers, and the ranked query.
 
 - `surface_fts` indexes the text of every surface node a reference shows (unicode61 words,
-  diacritics folded). Its rowid is the node's event key, `(session_pk << 32) | seq`. Triggers
-  on `surface` insert and delete its rows, so it changes in the very transaction that changes
-  the surface: a compaction's replace removes the folded nodes from search as it removes them
-  from the surface.
+  diacritics folded). It is contentless: the text stays in `surface` alone, and the snippet is
+  cut from there. Its rowid is the node's search key (`node_key_sql`), made from the session's
+  pk and the node's surface position. Triggers on `surface` insert and delete its rows (a delete
+  hands FTS5 the very text the insert did, as a contentless table needs), so it changes in the
+  very transaction that changes the surface: a compaction's replace removes the folded nodes
+  from search as it removes them from the surface.
 - `session_names` indexes each session's lower-cased (Python `str.lower`, as `name_matches` does)
   id, latest title and cwd as trigrams, so a name match of three or more characters is an
   index lookup; shorter needles (and those holding control characters or surrogates, which
@@ -31,17 +33,47 @@ SURFACE_TOKENIZER = "unicode61 remove_diacritics 2"
 """How `surface_fts` splits text into words (scoring a text on the store's scale splits it alike)."""
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
-_TEXT_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
+_TEXT_BATCH = 300  # nodes per statement (three parameters each), under SQLite's oldest limit of 999
+
+# FTS5 stores the rows holding a word as deltas between rowids, so the keys of neighbouring
+# sessions must lie near one another: a key of the events table's form, `pk << 32 | seq`, costs
+# six bytes per delta across sessions where `pk << 8 | ord` costs two or three, and so the index
+# about half its size. A session's first 256 surface positions take the narrow keys; later ones
+# (long sessions) take `2**62 | pk << 32 | ord`, a range of their own where one session's nodes
+# still lie together. Both need pk < 2**30.
+_ORD_BITS = 8
+_NARROW_ORDS = 1 << _ORD_BITS
+_WIDE = 1 << 62
+_WIDE_PK_MASK = (1 << 30) - 1
+_WIDE_ORD_MASK = (1 << 32) - 1
+
+
+def node_key_sql(row: str) -> str:
+    """SQL for the search key of a `surface` row (`row` qualifies its columns: `new.`, `old.` or "")."""
+    return (
+        f"CASE WHEN {row}ord < {_NARROW_ORDS} THEN ({row}session_pk << {_ORD_BITS}) | {row}ord "
+        f"ELSE {_WIDE} | ({row}session_pk << 32) | {row}ord END"
+    )
+
+
+def node_of_key(key: int) -> tuple[int, int]:
+    """The session pk and surface position a search key (`node_key_sql`) stands for."""
+    if key < _WIDE:
+        return key >> _ORD_BITS, key & (_NARROW_ORDS - 1)
+    return (key >> 32) & _WIDE_PK_MASK, key & _WIDE_ORD_MASK
+
+
+_PK_OF_ROWID = f"CASE WHEN rowid < {_WIDE} THEN rowid >> {_ORD_BITS} ELSE (rowid >> 32) & {_WIDE_PK_MASK} END"
 
 
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = '{SURFACE_TOKENIZER}');
+CREATE VIRTUAL TABLE surface_fts USING fts5(text, content = '', tokenize = '{SURFACE_TOKENIZER}');
 CREATE VIRTUAL TABLE session_names USING fts5(id, title, cwd, tokenize = 'trigram case_sensitive 1');
 CREATE TRIGGER surface_fts_insert AFTER INSERT ON surface WHEN {searchable_condition("new.")} BEGIN
-    INSERT INTO surface_fts (rowid, text) VALUES ((new.session_pk << 32) | new.seq, new.text);
+    INSERT INTO surface_fts (rowid, text) VALUES ({node_key_sql("new.")}, new.text);
 END;
 CREATE TRIGGER surface_fts_delete AFTER DELETE ON surface WHEN {searchable_condition("old.")} BEGIN
-    DELETE FROM surface_fts WHERE rowid = (old.session_pk << 32) | old.seq;
+    INSERT INTO surface_fts (surface_fts, rowid, text) VALUES ('delete', {node_key_sql("old.")}, old.text);
 END;
 CREATE TRIGGER session_names_insert AFTER INSERT ON sessions BEGIN
     INSERT INTO session_names (rowid, id, title, cwd)
@@ -55,6 +87,25 @@ CREATE TRIGGER session_names_delete AFTER DELETE ON sessions BEGIN
 END;
 """
 
+# Every search object, by name (version 2 of the schema used the same names for its layout).
+_SEARCH_TABLES = ("surface_fts", "session_names")
+_SEARCH_TRIGGERS = (
+    "surface_fts_insert",
+    "surface_fts_delete",
+    "session_names_insert",
+    "session_names_title",
+    "session_names_delete",
+)
+
+
+def drop_indexes(conn: sqlite3.Connection) -> None:
+    """Drop whatever search tables and triggers the database has (inside the caller's transaction)."""
+    for trigger in _SEARCH_TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    for table in _SEARCH_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 # Filling the indexes of a database made before them: sessions at once, surface rows by ranges
 # of sessions so the caller can report progress.
 _FILL_NAMES = (
@@ -62,8 +113,8 @@ _FILL_NAMES = (
     f"SELECT pk, {FOLD_FUNCTION}(id), {FOLD_FUNCTION}(title), {FOLD_FUNCTION}(cwd) FROM sessions"
 )
 _FILL_SURFACE = (
-    "INSERT INTO surface_fts (rowid, text) SELECT (session_pk << 32) | seq, text FROM surface AS new "
-    f"WHERE session_pk BETWEEN ? AND ? AND {searchable_condition('new.')}"
+    f"INSERT INTO surface_fts (rowid, text) SELECT {node_key_sql('')}, text FROM surface "
+    f"WHERE session_pk BETWEEN ? AND ? AND {searchable_condition('')}"
 )
 FILL_BATCH_SESSIONS = 500
 
@@ -104,17 +155,17 @@ _GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END, "
 # Every name match and every matching node, in rank order: a session's first row stands for it
 # (a name match sorts before its nodes, its best node before the rest), so the caller reads
 # rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
-_RANKED = """
-WITH names(pk) AS ({names})
+_RANKED = f"""
+WITH names(pk) AS ({{names}})
 SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
 FROM (
     SELECT pk, NULL AS key, 0.0 AS score FROM names
     UNION ALL
-    SELECT rowid >> 32, rowid, rank FROM surface_fts WHERE surface_fts MATCH :match
+    SELECT {_PK_OF_ROWID}, rowid, rank FROM surface_fts WHERE surface_fts MATCH :match
 ) AS m
 JOIN sessions AS s ON s.pk = m.pk
 WHERE s.id IS NOT :target
-ORDER BY {group}m.key IS NOT NULL, m.score, s.created_at DESC, s.id
+ORDER BY {{group}}m.key IS NOT NULL, m.score, s.created_at DESC, s.id
 """
 
 _RANKED_NAMES = """
@@ -126,7 +177,10 @@ ORDER BY {group}s.created_at DESC, s.id
 LIMIT :limit
 """
 
-_TEXTS = "SELECT rowid, text FROM surface_fts WHERE rowid IN ({keys})"
+_TEXTS = (
+    "WITH node (key, pk, ord) AS (VALUES {nodes}) "
+    "SELECT node.key, s.text FROM node JOIN surface AS s ON s.session_pk = node.pk AND s.ord = node.ord"
+)
 
 _EVERY_SESSION = """
 SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, NULL, 0.0 FROM sessions AS s
@@ -210,9 +264,10 @@ def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
 
 
 def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
-    """The indexed text of each node (by key), read in batches of keys."""
+    """The surface text of each node (by search key), read in batches of nodes."""
     texts: dict[int, str | bytes] = {}
     for start in range(0, len(keys), _TEXT_BATCH):
         batch = keys[start : start + _TEXT_BATCH]
-        texts.update(conn.execute(_TEXTS.format(keys=",".join("?" * len(batch))), batch))
+        params = [value for key in batch for value in (key, *node_of_key(key))]
+        texts.update(conn.execute(_TEXTS.format(nodes=",".join(["(?, ?, ?)"] * len(batch))), params))
     return texts
