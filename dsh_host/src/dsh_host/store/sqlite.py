@@ -25,6 +25,7 @@ run them in worker threads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import operator
 import os
@@ -184,6 +185,14 @@ def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tup
     if row is None:
         raise SessionNotFound(session_id)
     return row
+
+
+# Rows of the four surface text columns become `SurfaceText` records in C. No public API builds
+# a NamedTuple without a Python call per record (its `_make` is `tuple.__new__` plus a length
+# check, in Python): a prepared reference reads thousands of rows, and that call cost as much
+# as reading them. The query selects exactly the record's fields, in order, so the check
+# cannot fail. Tested on every supported Python (the records' type and fields).
+_surface_text_of = functools.partial(tuple.__new__, SurfaceText)
 
 
 def _key(pk: int, seq: int) -> int:
@@ -529,7 +538,7 @@ class SqliteSessionStore:
         if raw_text:
             texts = [SurfaceText(kind, *map(_from_text, fields)) for kind, *fields in rows]
         else:
-            texts = list(map(SurfaceText._make, rows))
+            texts = list(map(_surface_text_of, rows))
         return surface_texts(header_text, session_id, next_seq, texts)
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
