@@ -211,7 +211,10 @@ def naive_retain(source: ProjectedSource, label: str, max_bytes: int) -> tuple[d
     return data(), stats
 
 
-CHARS = st.sampled_from('ab<>"\\\n\x01/界😀\ufeff\ud800\u2028')
+# Every class of character JSON escapes differently: quote and backslash, the controls with a
+# letter escape and those spelled \u00XX (bounds included), DEL (not escaped), `<` (tag-safe),
+# multi-byte and astral characters, a lone surrogate, U+2028.
+CHARS = st.sampled_from('ab<>"\\\n\t\r\b\f\x00\x01\x1f\x7f/界😀\ufeff\ud800\u2028')
 # Repeated units give texts long enough to be truncated rather than emptied.
 TEXTS = st.text(CHARS, max_size=20) | st.builds(
     lambda unit, times: unit * times, st.text(CHARS, min_size=1, max_size=12), st.integers(2, 80)

@@ -9,7 +9,6 @@ result is byte-identical to re-serializing the object after every step.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,28 +193,32 @@ _ENTRY_OVERHEAD = {
 }
 
 
-# `JSONEncoder.encode` of a str goes straight to the C string encoder (no per-call encoder build).
-_quote = json.JSONEncoder(ensure_ascii=False).encode
+# JSON.stringify escapes `"`, `\` and the control characters below U+0020: these five with a
+# letter (`\n`), the others as `\u00XX`. Everything else it writes as it is, but for lone
+# surrogates, which UTF-8 cannot encode.
+_NOT_CONTROL = bytes(range(0x20, 0x100))
+_LETTER_ESCAPED = b"\b\t\n\f\r"
 
 
 def _sizes(text: str) -> tuple[int, int]:
     """UTF-8 sizes of ``text`` (as JavaScript counts it) and of ``text`` as a tag-safe JSON string.
 
-    The second without the generic serializer: the C string encoder escapes exactly as
-    ``JSON.stringify`` does for any text without surrogate code points (those cannot be UTF-8
-    encoded, so they take the generic path), and only ASCII characters, into ASCII; so the
-    quoted text is as many bytes longer as it is characters longer. Each ``<`` then grows by
-    five bytes into ``\\u003c``.
+    The second without serializing: every character JSON escapes is ASCII, so the escapes are
+    counted on the UTF-8 bytes (one C pass each) and add to their size. ``"``, ``\\`` and the
+    letter escapes take one byte more, other controls five (``\\u00XX``), and each ``<``
+    five (``\\u003c``). Text with a surrogate code point takes the generic path.
     """
-    quoted = _quote(text)
-    if text.isascii():
-        text_bytes = len(text)
-    else:
-        try:
-            text_bytes = len(text.encode("utf-8"))
-        except UnicodeEncodeError:
-            return utf8_length(text), utf8_length(tag_safe_json(text))
-    return text_bytes, text_bytes + len(quoted) - len(text) + 5 * quoted.count("<")
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return utf8_length(text), utf8_length(tag_safe_json(text))
+    size = len(encoded)
+    extra = encoded.count(b'"') + encoded.count(b"\\") + 5 * encoded.count(b"<")
+    controls = encoded.translate(None, _NOT_CONTROL)
+    if controls:
+        lettered = len(controls) - len(controls.translate(None, _LETTER_ESCAPED))
+        extra += lettered + 5 * (len(controls) - lettered)
+    return size, size + 2 + extra
 
 
 class _Size:
