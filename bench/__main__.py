@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODULES = ["retention", "store", "search", "agent", "session_reference", "acp", "postgres"]
+MODULES = ["retention", "store", "search", "agent", "session_reference", "acp", "postgres", "sources", "startup"]
 
 
 def main(argv: list[str]) -> int:

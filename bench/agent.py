@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.timing import Figure, interleaved
-from dsh_host.agent import Agent
+from dsh_host import Agent
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.models.scripted import ScriptedAdapter, text_response

@@ -46,7 +46,7 @@ def start_host(home: Path) -> Host:
 def compacted_session(total: int) -> list[Event]:
     """A valid log of `total` events whose surface is a checkpoint plus a retained tail.
 
-    Every assistant message lists its step's chunks as provenance (spec 1.6), so chunks added
+    Every assistant message lists its step's chunks as provenance, so chunks added
     to a retained turn would make its surface event bigger. Turns of the retained tail get
     TAIL_CHUNKS chunks each, whatever `total` is, and the compacted head takes the rest: a
     larger log has the same surface, byte for byte up to seq numbers.

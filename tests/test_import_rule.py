@@ -1,25 +1,29 @@
-"""The public-API rule: code outside dsh_host imports only `from dsh_host import <public name>`.
+"""The public-API rule: code outside dsh_host imports only public names.
 
-The plugins (dsh_compact, dsh_session_reference, dsh_retention) and examples/ are what a plugin
-or host author writes: they may not import `dsh_host.<submodule>` in any form, and what they
-take from `dsh_host` must be one of its exported names (`dsh_host.__all__`).
+The plugins (dsh_compact, dsh_session_reference, dsh_retention, dsh_sources) and examples/ are what a plugin
+or host author writes: what they take from `dsh_host` must be one of its exported names
+(`dsh_host.__all__`) or a public sub-namespace, and what they take from a public sub-namespace
+must be in its `__all__`; any other `dsh_host.<submodule>` is private.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import dsh_host
+from tests.public_api import PUBLIC_NAMESPACES
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE = [
     ROOT / "dsh_compact" / "src",
     ROOT / "dsh_session_reference" / "src",
     ROOT / "dsh_retention" / "src",
+    ROOT / "dsh_sources" / "src",
     ROOT / "examples",
 ]
 SOURCES = sorted(path for folder in OUTSIDE for path in folder.rglob("*.py"))
@@ -31,15 +35,20 @@ def violations(path: Path, root: Path = ROOT) -> Iterator[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("dsh_host."):
+                if alias.name.startswith("dsh_host.") and alias.name not in PUBLIC_NAMESPACES:
                     yield f"{where}:{node.lineno}: import {alias.name}"
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            if node.module.startswith("dsh_host."):
-                yield f"{where}:{node.lineno}: from {node.module} import ..."
-            elif node.module == "dsh_host":
+            if node.module == "dsh_host":
                 for alias in node.names:
-                    if alias.name not in dsh_host.__all__:
+                    if alias.name not in dsh_host.__all__ and f"dsh_host.{alias.name}" not in PUBLIC_NAMESPACES:
                         yield f"{where}:{node.lineno}: from dsh_host import {alias.name} (not a public name)"
+            elif node.module in PUBLIC_NAMESPACES:
+                public = importlib.import_module(node.module).__all__
+                for alias in node.names:
+                    if alias.name not in public:
+                        yield f"{where}:{node.lineno}: from {node.module} import {alias.name} (not a public name)"
+            elif node.module.startswith("dsh_host."):
+                yield f"{where}:{node.lineno}: from {node.module} import ..."
 
 
 def test_there_are_sources_to_check():
@@ -47,6 +56,7 @@ def test_there_are_sources_to_check():
         "dsh_compact",
         "dsh_session_reference",
         "dsh_retention",
+        "dsh_sources",
         "examples",
     }
     assert all(any(path.is_relative_to(folder) for path in SOURCES) for folder in OUTSIDE)
@@ -62,14 +72,17 @@ def test_the_rule_catches_every_form(tmp_path):
     bad.write_text(
         "import dsh_host.config\n"
         "from dsh_host.host import Host\n"
-        "from dsh_host import hookspecs\n"
-        "from dsh_host import Host, hookimpl\n"
+        "from dsh_host import builtins\n"
+        "from dsh_host import Host, hookimpl, ui\n"
+        "from dsh_host.text import js_trim, _EPOCH\n"
+        "import dsh_host.log\n"
         "def later():\n"
         "    import dsh_host.cli.main as m\n"
     )
     assert list(violations(bad, tmp_path)) == [
         "bad.py:1: import dsh_host.config",
         "bad.py:2: from dsh_host.host import ...",
-        "bad.py:3: from dsh_host import hookspecs (not a public name)",
-        "bad.py:6: import dsh_host.cli.main",
+        "bad.py:3: from dsh_host import builtins (not a public name)",
+        "bad.py:5: from dsh_host.text import _EPOCH (not a public name)",
+        "bad.py:8: import dsh_host.cli.main",
     ]

@@ -112,24 +112,6 @@ def agent_of(connection: Wire, session_id: str) -> Any:
     return connection.server._sessions[session_id].agent
 
 
-async def logged(agent: Any, predicate: Any) -> Event:
-    """Wait until the agent's session logs an event matching `predicate`; return it."""
-    found: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-
-    def listener(session: Any, event: Event) -> None:
-        if predicate(event) and not found.done():
-            found.set_result(event)
-
-    for event in agent.session.events:
-        if predicate(event):
-            return event
-    stop = agent.session.subscribe(listener)
-    try:
-        return await found
-    finally:
-        stop()
-
-
 def turn_ends(events: Sequence[Event]) -> list[str]:
     """The reason kind of each `turn/end`, in log order."""
     return [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]

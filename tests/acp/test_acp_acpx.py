@@ -34,23 +34,24 @@ def acpx(tmp_path: Path) -> Any:
         pytest.skip(missing)
     agent = shlex.join([*dsh_command(), "acp"])
 
-    def command(*args: str) -> list[str]:
-        # acpx's own flags first, then its subcommand; a short TTL retires a session's owner soon.
-        return [str(BIN / "acpx"), "--agent", agent, "--cwd", str(tmp_path), "--ttl", "2", *args]
+    def command(args: tuple[str, ...], ttl: int) -> list[str]:
+        # acpx's own flags first, then its subcommand. The TTL is how long a session's queue owner
+        # waits idle for the next prompt before it retires: short, so no owner outlives its test.
+        return [str(BIN / "acpx"), "--agent", agent, "--cwd", str(tmp_path), "--ttl", str(ttl), *args]
 
     def environment(entries: Any) -> dict[str, str]:
         env = hermetic_env(tmp_path, entries)
         env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
         return env
 
-    def run(*args: str, entries: Any = ANSWER) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, entries: Any = ANSWER, ttl: int = 2) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            command(*args), capture_output=True, text=True, cwd=tmp_path, env=environment(entries), timeout=120
+            command(args, ttl), capture_output=True, text=True, cwd=tmp_path, env=environment(entries), timeout=120
         )
 
-    def start(*args: str, entries: Any = ANSWER) -> subprocess.Popen[str]:
+    def start(*args: str, entries: Any = ANSWER, ttl: int = 2) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            command(*args),
+            command(args, ttl),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -119,21 +120,24 @@ def test_sigint_during_a_waiting_turn_cancels_it(acpx, tmp_path):
 
 def test_a_persistent_session_takes_two_prompts_and_a_cancel(acpx, tmp_path):
     entries = [{"text": "first answer"}, {"text": "second answer"}, {"hang": True}]
-    created = acpx("sessions", "new", entries=entries)
+    # The session's owner must outlive the gap between two acpx processes, which on a loaded
+    # machine is longer than the default 2 s; `sessions close` retires it at the end.
+    ttl = 60
+    created = acpx("sessions", "new", entries=entries, ttl=ttl)
     assert created.returncode == 0, created.stderr
     try:
         for prompt, answer in (("one", "first answer"), ("two", "second answer")):
-            done = acpx("--format", "quiet", "prompt", prompt, entries=entries)
+            done = acpx("--format", "quiet", "prompt", prompt, entries=entries, ttl=ttl)
             assert (done.returncode, done.stdout) == (0, f"{answer}\n"), done.stderr
-        waiting = acpx.start("--format", "json", "prompt", "three", entries=entries)
+        waiting = acpx.start("--format", "json", "prompt", "three", entries=entries, ttl=ttl)
         session_id = wait_for_logged(tmp_path, "turn/start", count=3)
-        cancelled = acpx("cancel", entries=entries)
+        cancelled = acpx("cancel", entries=entries, ttl=ttl)
         assert cancelled.returncode == 0, cancelled.stderr
         out, err = waiting.communicate(timeout=60)
         assert waiting.returncode == 0, err
         assert {"stopReason": "cancelled"} in [f.get("result") for f in _frames(out)]
     finally:
-        acpx("sessions", "close", entries=entries)
+        acpx("sessions", "close", entries=entries, ttl=ttl)
     wait_for_logged(tmp_path, "turn/end", count=3)
     sessions = store_events(tmp_path)
     assert list(sessions) == [session_id]

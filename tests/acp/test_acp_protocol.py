@@ -7,8 +7,9 @@ import asyncio
 import pytest
 from acp import RequestError, resource_link_block, text_block
 
-from dsh_host import Config, Host
-from tests.acp.harness import acp_host, agent_of, data_of, logged, turn_ends, wire
+from dsh_host import Config, Host, hookimpl
+from dsh_host.testing import appended
+from tests.acp.harness import acp_host, agent_of, data_of, turn_ends, wire
 
 ANSWER = [{"text": "Hello from dsh"}]
 
@@ -146,7 +147,7 @@ async def test_a_prompt_for_an_unknown_session_or_one_already_in_flight_is_rejec
                 connection.client.prompt(session_id=session_id, prompt=[text_block(text="one")])
             )
             agent = agent_of(connection, session_id)
-            await logged(agent, lambda e: e.type == "assistant/chunk")
+            await appended(agent.session, lambda e: e.type == "assistant/chunk")
             with pytest.raises(RequestError) as busy:
                 await connection.client.prompt(session_id=session_id, prompt=[text_block(text="two")])
             assert busy.value.code == -32602
@@ -168,7 +169,7 @@ async def test_cancel_settles_the_prompt_once_at_its_turn_end_and_never_a_later_
                 connection.client.prompt(session_id=session_id, prompt=[text_block(text="wait")])
             )
             agent = agent_of(connection, session_id)
-            await logged(agent, lambda e: e.type == "assistant/chunk")
+            await appended(agent.session, lambda e: e.type == "assistant/chunk")
             await connection.client.cancel(session_id=session_id)
             await connection.client.cancel(session_id=session_id)
             assert (await first).stop_reason == "cancelled"
@@ -181,18 +182,36 @@ async def test_cancel_settles_the_prompt_once_at_its_turn_end_and_never_a_later_
             assert [f["result"]["stopReason"] for f in responses] == ["cancelled", "end_turn"]
 
 
+class Queued:
+    """A throwaway plugin: `queued` is set when an agent queues a message (`dsh_agent_queued`)."""
+
+    def __init__(self) -> None:
+        self.queued = asyncio.Event()
+
+    @hookimpl
+    def dsh_agent_queued(self, agent, content, info):
+        self.queued.set()
+
+
 async def test_a_cancel_before_the_message_started_a_turn_settles_at_once(tmp_path):
-    with acp_host(tmp_path, ANSWER) as host:
+    with acp_host(tmp_path, [{"hang": True}]) as host:
         async with wire(host) as connection:
             session_id = await start(connection)
             server = connection.server
+            agent = agent_of(connection, session_id)
+            # A turn the prompt must wait behind: its model hangs until the cancel.
+            holding = agent.send([{"type": "text", "text": "hold"}])
+            await appended(agent.session, lambda e: e.type == "assistant/chunk")
+            plugin = Queued()
+            host.pm.register(plugin, name="queued")
             prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "never"}]}
             pending = asyncio.ensure_future(server.handle("session/prompt", prompt, False))
-            await asyncio.sleep(0)  # the prompt is queued; the agent's driver has not run yet
+            # Queued (the handler runs on until it awaits the turn), so the prompt is in flight.
+            await plugin.queued.wait()
             await server.handle("session/cancel", {"sessionId": session_id}, True)
             assert (await pending).stop_reason == "cancelled"
-            events = agent_of(connection, session_id).session.events
-            assert data_of(events, "turn/start") == []
+            assert (await holding.result()).reason == "aborted"
+            assert [data["turn"] for data in data_of(agent.session.events, "turn/start")] == [1]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +245,7 @@ async def test_two_sessions_on_one_connection_are_independent_and_one_is_cancell
             b = (await connection.client.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             assert a != b
             waiting = asyncio.ensure_future(connection.client.prompt(session_id=a, prompt=[text_block(text="a")]))
-            await logged(agent_of(connection, a), lambda e: e.type == "assistant/chunk")
+            await appended(agent_of(connection, a).session, lambda e: e.type == "assistant/chunk")
             answered = await connection.client.prompt(session_id=b, prompt=[text_block(text="b")])
             assert answered.stop_reason == "end_turn"
             await connection.client.cancel(session_id=a)
@@ -245,7 +264,7 @@ async def test_eof_mid_turn_settles_cancelled_disposes_the_agent_and_flushes_the
                 connection.client.prompt(session_id=session_id, prompt=[text_block(text="wait")])
             )
             agent = agent_of(connection, session_id)
-            await logged(agent, lambda e: e.type == "assistant/chunk")
+            await appended(agent.session, lambda e: e.type == "assistant/chunk")
             connection.close_client()
             await asyncio.wait_for(connection.serving, timeout=10)
             assert agent.disposed

@@ -240,7 +240,7 @@ def test_policy_resolution_inherits_per_field() -> None:
     assert config.policy_for(None) == other
 
 
-def test_scaling_examples() -> None:
+def test_each_policy_scales_its_ratios_by_the_window_and_keeps_fixed_tokens() -> None:
     config = load_compact_config(
         {
             "threshold_ratio": 0.8,

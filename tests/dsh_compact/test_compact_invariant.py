@@ -10,7 +10,7 @@ from dsh_compact.config import load_compact_config
 from dsh_compact.invariant import check_compactions
 from dsh_compact.plugin import dsh_log_invariants
 from dsh_compact.service import CompactionService
-from dsh_host import Violation, check_log
+from dsh_host.log import Violation, check_log
 from dsh_host.session.events import Event, SessionHeader
 
 HEADER = SessionHeader(id="s", created_at=0)

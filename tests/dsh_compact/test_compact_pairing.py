@@ -1,4 +1,4 @@
-"""Tool-pairing balance of surface cuts (the matrices of spec section 3.1)."""
+"""Tool-pairing balance of surface cuts: a cut may not separate a tool call from its result."""
 
 from __future__ import annotations
 

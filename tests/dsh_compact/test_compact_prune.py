@@ -1,4 +1,4 @@
-"""Tool-result pruning (compact-retention section 8) and where compaction runs it (3.3)."""
+"""Tool-result pruning (keeping the head and tail of an oversized result) and where compaction runs it."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from dsh_compact.invariant import check_compactions
 from dsh_compact.listeners import AutoCompaction
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig, ToolResultPruner, measure_content, prune_content
 from dsh_compact.service import CompactionService
-from dsh_host import check_log
 from dsh_host.errors import ConfigError
+from dsh_host.log import check_log
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.session import Session
 from tests.dsh_compact.test_compact_agent_loop import ScriptedModels, converse
@@ -40,7 +40,7 @@ def test_only_text_blocks_count_in_code_points() -> None:
     assert measure_content([text("ab"), REASONING, CALL, text("c")]) == 3
 
 
-def test_the_mixed_block_example() -> None:
+def test_pruning_mixed_blocks_keeps_head_and_tail_text_and_every_other_block() -> None:
     blocks = [text("A" * 40), REASONING, text("B" * 30), CALL, text("C" * 30)]
     assert prune_content(blocks, PruneConfig(50, 4, 3)) == [text("AAAA" + PRUNE_MARKER), REASONING, CALL, text("CCC")]
 

@@ -1,4 +1,4 @@
-"""Selecting the head-anchored range to compact (spec section 3.2)."""
+"""Selecting the head-anchored range to compact."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def select(session, retain: int) -> SurfaceRange | None:
     return select_compactable_range(session, TokenMeter().measure(session), retain)
 
 
-def test_worked_example_range(fx) -> None:
+def test_the_range_stops_where_the_newest_nodes_fill_the_retain_budget(fx) -> None:
     assert select(fx.conversation(4), 180) == SurfaceRange(1, 16)
 
 

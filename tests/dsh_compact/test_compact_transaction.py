@@ -1,4 +1,4 @@
-"""The compaction transaction: the worked log example, pre-lock checks, failures, repetition."""
+"""The compaction transaction: the exact log of a compaction, pre-lock checks, failures, repetition."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def log_tail(session: Session, start: int) -> list[dict]:
     return [{k: v for k, v in thaw(e.to_json()).items() if k != "time"} for e in session.events[start:]]
 
 
-async def test_worked_log_example(fx) -> None:
+async def test_a_compaction_logs_start_summary_checkpoint_and_end(fx) -> None:
     session = fx.conversation(4)
     assert session.surface.nodes == [1, 4, 8, 10, 14, 16, 20, 22]
     stub = fx.StubSummarizer()

@@ -11,8 +11,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent
+from dsh_host import Agent, hookimpl
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.models.scripted import tool_call_response

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent, rebuild_request, request_json
+from dsh_host import Agent, hookimpl
 from dsh_host.host import Host
+from dsh_host.log import rebuild_request, request_json
 from dsh_host.models.base import JsonDict, ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, ScriptEntry
 from dsh_host.session.events import Event, SessionHeader
@@ -130,7 +130,7 @@ def request_texts(request: ModelRequest) -> list[str]:
 
 
 def golden(lines: str) -> list[str]:
-    """Compact log lines from the spec's JSON (one event a line, `T` for the time)."""
+    """Compact log lines from expected JSON lines (one event a line, `T` standing for the time)."""
     out = []
     for line in lines.strip().splitlines():
         event = json.loads(line.replace(":T,", f":{T},"))

@@ -66,8 +66,7 @@ async def write_turns(host: Host, session_id: str) -> None:
         session.append(
             "user/message", {"content": [{"type": "text", "text": text}], "source": USER}, surface_op="append"
         )
-        await asyncio.sleep(0)  # let the title listener write from the event loop
-        await registry.flush(session)
+        await registry.flush(session)  # titles an untitled session in the same batch
         report(f"open {session.seq}")
         session.append("step/start", {"turn": turn, "step": 1})
         session.append("request/header", {"header": {"config": PROVENANCE, "system": "s"}, "reason": "initial"})

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Allow
+from dsh_host import Allow, hookimpl
 from dsh_host.models.scripted import HANG, text_response, tool_call_response
+from dsh_host.testing import appended
 from tests.dsh_host.agent_harness import ProbeTool, agent_harness, plugin, request_texts, text
 
 NOTE = {"content": [text("note")], "source": plugin("notes")}
@@ -18,18 +18,6 @@ PREFIX = {"content": [text("prefix")], "source": plugin("notes"), "placement": "
 def assert_balanced(types: list[str]) -> None:
     assert types.count("turn/start") == types.count("turn/end")
     assert types.count("step/start") == types.count("step/end")
-
-
-async def seen(session, predicate) -> None:
-    """Wait (without timing) until an event matching `predicate` is appended."""
-    if any(predicate(e) for e in session.events):
-        return
-    arrived = asyncio.Event()
-    unsubscribe = session.subscribe(lambda _, e: predicate(e) and arrived.set())
-    try:
-        await arrived.wait()
-    finally:
-        unsubscribe()
 
 
 def is_partial(event) -> bool:
@@ -70,7 +58,7 @@ async def test_cancel_mid_stream_drops_the_queued_tail(tmp_path):
     async with agent_harness(tmp_path, [HANG, text_response("tail")]) as h:
         h.agent.send("one")
         h.agent.send("two")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         h.agent.cancel()
         await h.agent.wait_idle()
 
@@ -96,7 +84,7 @@ async def test_the_first_cancel_cause_wins_and_is_copied(tmp_path):
     cause = {"kind": "parent"}
     async with agent_harness(tmp_path, [HANG]) as h:
         h.agent.send("one")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         h.agent.cancel(cause)
         h.agent.cancel({"kind": "user"})
         cause["kind"] = "mutated"
@@ -134,7 +122,7 @@ async def test_cancel_before_the_driver_wakes_runs_nothing(tmp_path):
 async def test_steering_pending_at_cancel_is_dropped_with_its_contexts(tmp_path):
     async with agent_harness(tmp_path, [HANG, text_response("next")]) as h:
         h.agent.send("one")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         h.agent.steer("steer text", contexts=[NOTE])
         h.agent.cancel()
         await h.agent.wait_idle()
@@ -149,7 +137,7 @@ async def test_steering_pending_at_cancel_is_dropped_with_its_contexts(tmp_path)
 async def test_dispose_with_queued_and_steering_records(tmp_path):
     async with agent_harness(tmp_path, [HANG, text_response("never")]) as h:
         h.agent.send("one")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         h.agent.steer("steer", contexts=[NOTE, PREFIX])
         h.agent.send("queued", contexts=[NOTE])
         await h.agent.dispose()
@@ -166,7 +154,7 @@ async def test_dispose_with_queued_and_steering_records(tmp_path):
 async def test_disposal_after_a_cancel_still_records_disposed(tmp_path):
     async with agent_harness(tmp_path, [HANG]) as h:
         h.agent.send("one")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         h.agent.cancel()
         await h.agent.dispose()
 
@@ -176,7 +164,7 @@ async def test_disposal_after_a_cancel_still_records_disposed(tmp_path):
 async def test_wait_idle_after_dispose_waits_for_the_driver(tmp_path):
     async with agent_harness(tmp_path, [HANG]) as h:
         h.agent.send("one")
-        await seen(h.session, is_partial)
+        await appended(h.session, is_partial)
         waiter = asyncio.ensure_future(h.agent.wait_idle())
         disposing = asyncio.ensure_future(h.agent.dispose())
         await waiter

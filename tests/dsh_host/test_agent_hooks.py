@@ -1,4 +1,4 @@
-"""The agent hooks of spec section 5, each called through a throwaway plugin class."""
+"""The agent's lifecycle, step and turn hooks, each called through a throwaway plugin class."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent, Continue, Stop
+from dsh_host import Agent, Continue, Stop, hookimpl
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import max_tokens_response, text_response, tool_call_response
 from dsh_host.session.frozen import thaw
@@ -565,6 +564,12 @@ class EventLog:
     def __init__(self) -> None:
         self.seen: list[tuple[int, str, bool]] = []
         self.done: list[int] = []
+        self.disposing = asyncio.Event()
+
+    @hookimpl
+    def dsh_agent_status(self, agent, status):
+        if status == "disposed":
+            self.disposing.set()
 
     @hookimpl
     def dsh_session_event(self, session, event):
@@ -574,7 +579,7 @@ class EventLog:
         if event.type == "turn/end":
 
             async def later():
-                await asyncio.sleep(0)
+                await self.disposing.wait()  # still pending when disposal begins
                 self.done.append(event.seq)
 
             return later()

@@ -229,18 +229,22 @@ async def test_send_needs_a_running_loop(tmp_path):
 
 async def test_inbox_wait_returns_on_enqueue_or_close():
     inbox = Inbox()
-    waiting = asyncio.ensure_future(inbox.wait_for_queued())
-    await asyncio.sleep(0)
-    assert not waiting.done()
+    # The wait is driven by hand: `send(None)` runs it until it parks on the future it awaits, and
+    # a wake-up resolves that future at once, so each check is exact with no scheduler round.
+    waiting = inbox.wait_for_queued()
+    parked = waiting.send(None)
     inbox.steer(snapshot_record("s", None, ()))
-    await asyncio.sleep(0)
-    assert not waiting.done()  # steering never wakes the driver
+    assert not parked.done()  # steering never wakes the driver
     inbox.enqueue(snapshot_record("q", None, ()))
-    await waiting
+    assert parked.done()
+    with pytest.raises(StopIteration):  # resumed, the wait returns
+        waiting.send(None)
 
     inbox.dequeue()
-    waiting = asyncio.ensure_future(inbox.wait_for_queued())
-    await asyncio.sleep(0)
+    waiting = inbox.wait_for_queued()
+    parked = waiting.send(None)
     inbox.close()
-    await waiting
+    assert parked.done()
+    with pytest.raises(StopIteration):
+        waiting.send(None)
     assert [r.content for r in inbox.drain_steering()] == [[text("s")]]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from dsh_host import hookimpl
-from dsh_host.agent import Agent, rebuild_request, request_json
+from dsh_host import Agent, hookimpl
 from dsh_host.agent.errors import render_error
+from dsh_host.log import rebuild_request, request_json
 from dsh_host.models.assembler import StreamAssembler
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import (

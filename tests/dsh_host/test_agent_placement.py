@@ -1,11 +1,11 @@
-"""Placement of prompts and their contexts: the spec's worked examples A, B and C, byte for byte."""
+"""Placement of prompts and their contexts, byte for byte as the reference implementation logs them:
+a prefix context baked into the prompt, separate contexts after it, and both for a steer."""
 
 from __future__ import annotations
 
 import json
 
-from dsh_host import hookimpl
-from dsh_host.agent import Allow, Block
+from dsh_host import Allow, Block, hookimpl
 from dsh_host.asyncs import resolve
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.events import PROMPT_DELIMITER
@@ -29,7 +29,7 @@ SNAPSHOT_CONTEXT = {
 }
 NOTE_CONTEXT = {"content": [text("<note>")], "source": plugin("notes"), "placement": "separate"}
 
-EXAMPLE_A = """
+PREFIX_AND_SEPARATE_CONTEXT_LOG = """
 {"type":"turn/start","seq":0,"time":T,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}
 {"type":"user/message","seq":1,"time":T,"data":{"content":[{"type":"text","text":"<snapshot>"},{"type":"text","text":"\\n\\n## My request:\\n"},{"type":"text","text":"what did we decide?"}],"source":{"kind":"user"},"envelope":{"displayContent":[{"type":"text","text":"what did we decide?"}],"prefixContexts":[{"source":{"kind":"plugin","plugin":"session-reference"},"meta":{"kind":"session-reference","version":1}}]}},"surfaceOp":"append"}
 {"type":"context/message","seq":2,"time":T,"data":{"content":[{"type":"text","text":"<note>"}],"source":{"kind":"plugin","plugin":"notes"}},"surfaceOp":"append"}
@@ -44,7 +44,7 @@ EXAMPLE_A = """
 {"type":"assistant/message","seq":11,"time":T,"data":{"turn":1,"step":1,"content":[{"type":"text","text":"ok"}],"provenance":{"provider":"mock","model":"mock"},"usage":{"inputTokens":10,"outputTokens":2}},"sourceEventSeqs":[5,6,7,8,9,10],"surfaceOp":"append"}
 {"type":"step/end","seq":12,"time":T,"data":{"turn":1,"step":1}}
 {"type":"turn/end","seq":13,"time":T,"data":{"turn":1,"reason":{"kind":"completed"}}}
-"""  # noqa: E501 - the spec's log lines, verbatim
+"""  # noqa: E501 - log lines exactly as the reference implementation writes them
 
 
 class QueuedRecorder:
@@ -56,12 +56,12 @@ class QueuedRecorder:
         self.seen.append((content, info))
 
 
-async def test_example_a_prefix_and_separate_context(tmp_path):
+async def test_a_prefix_context_is_baked_into_the_prompt_and_a_separate_one_follows_it(tmp_path):
     recorder = QueuedRecorder()
     async with agent_harness(tmp_path, [text_response("ok")], extra=[recorder]) as h:
         await h.run([text("what did we decide?")], contexts=[SNAPSHOT_CONTEXT, NOTE_CONTEXT])
 
-        assert h.lines() == golden(EXAMPLE_A)
+        assert h.lines() == golden(PREFIX_AND_SEPARATE_CONTEXT_LOG)
         assert [dict(m) for m in h.requests[0].messages] == [
             {"role": "user", "content": [text("<snapshot>"), DELIM, text("what did we decide?")]},
             {"role": "user", "content": [text("<note>")]},
@@ -71,7 +71,7 @@ async def test_example_a_prefix_and_separate_context(tmp_path):
         assert info == {"source": USER, "contexts": [SNAPSHOT_CONTEXT, NOTE_CONTEXT], "steering": False}
 
 
-async def test_example_a_without_contexts_writes_no_envelope_key(tmp_path):
+async def test_a_prompt_without_contexts_writes_no_envelope_key(tmp_path):
     async with agent_harness(tmp_path, [text_response("ok")]) as h:
         await h.run([text("what did we decide?")])
 
@@ -198,7 +198,7 @@ class ExtraContext:
         )
 
 
-async def test_example_b_separate_context_from_a_listener(tmp_path):
+async def test_a_context_from_a_listener_follows_the_prompt_before_the_step(tmp_path):
     async with agent_harness(tmp_path, [text_response("ok")], extra=[ExtraContext()]) as h:
         await h.run([text("go")])
 
@@ -217,16 +217,16 @@ async def test_example_b_separate_context_from_a_listener(tmp_path):
         assert request_texts(h.requests[0]) == ["go", "<system-reminder>extra ctx</system-reminder>"]
 
 
-EXAMPLE_C_TAIL = """
+STEER_WITH_CONTEXTS_LOG_TAIL = """
 {"type":"steering/message","seq":0,"time":T,"data":{"turn":1,"content":[{"type":"text","text":"P"},{"type":"text","text":"\\n\\n## My request:\\n"},{"type":"text","text":"accepted-steer"}],"source":{"kind":"plugin","plugin":"accepted-source"},"envelope":{"displayContent":[{"type":"text","text":"accepted-steer"}],"prefixContexts":[{"source":{"kind":"plugin","plugin":"steering-prefix"}}]}},"surfaceOp":"append"}
 {"type":"context/message","seq":0,"time":T,"data":{"content":[{"type":"text","text":"S1"}],"source":{"kind":"plugin","plugin":"steering-context"},"meta":{"kind":"separate-card"}},"surfaceOp":"append"}
 {"type":"context/message","seq":0,"time":T,"data":{"content":[{"type":"text","text":"S2"}],"source":{"kind":"plugin","plugin":"steering-context-without-meta"}},"surfaceOp":"append"}
 {"type":"step/end","seq":0,"time":T,"data":{"turn":1,"step":1}}
 {"type":"step/start","seq":0,"time":T,"data":{"turn":1,"step":2}}
-"""  # noqa: E501 - the spec's log lines, verbatim
+"""  # noqa: E501 - log lines exactly as the reference implementation writes them
 
 
-async def test_example_c_running_steer_with_prefix_and_separate_contexts(tmp_path):
+async def test_a_steer_bakes_its_prefix_context_and_appends_separate_ones_between_steps(tmp_path):
     contexts = [
         {"content": [text("P")], "source": plugin("steering-prefix"), "placement": "prompt-prefix"},
         {"content": [text("S1")], "source": plugin("steering-context"), "meta": {"kind": "separate-card"}},
@@ -249,7 +249,9 @@ async def test_example_c_running_steer_with_prefix_and_separate_contexts(tmp_pat
         events = h.session.events
         [result] = h.of("tool/result")
         tail = events[result.seq + 1 : result.seq + 6]
-        assert [json.loads(e.to_line()) | {"seq": 0} for e in tail] == [json.loads(x) for x in golden(EXAMPLE_C_TAIL)]
+        assert [json.loads(e.to_line()) | {"seq": 0} for e in tail] == [
+            json.loads(x) for x in golden(STEER_WITH_CONTEXTS_LOG_TAIL)
+        ]
         steering = tail[0]
         assert tail[1].seq == steering.seq + 1
         assert h.turn_ends() == [{"kind": "completed"}]

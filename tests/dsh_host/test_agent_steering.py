@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dsh_host import hookimpl
-from dsh_host.agent import Block
+from dsh_host import Block, hookimpl
 from dsh_host.models.scripted import text_response, tool_call_response
 from dsh_host.session.events import PROMPT_DELIMITER
 from tests.dsh_host.agent_harness import USER, ProbeTool, agent_harness, plugin, request_texts, text

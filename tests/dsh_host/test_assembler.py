@@ -1,4 +1,4 @@
-"""StreamAssembler: the rules of spec agent-inbox-loop section 10 "Assembler"."""
+"""StreamAssembler: how streamed chunks become the blocks of one assistant message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every command that prints a session's strings survives any JavaScript string (issue 13.1).
+"""Every command that prints a session's strings survives any JavaScript string.
 
 Ids, titles, cwds and texts are drawn from the whole of Unicode, lone surrogates and C0/C1
 controls included, imported from a log written as the reference writes it (`JSON.stringify`),
@@ -20,12 +20,12 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_host import escape_lone_surrogates, join_surrogate_pairs
 from dsh_host.cli.main import build_cli
 from dsh_host.host import Host
+from dsh_host.terminal_text import display_inline_text
 from dsh_host.testing import HostFactory
 from dsh_host.testing import LogBuilder as L
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.text import escape_lone_surrogates, join_surrogate_pairs
 from dsh_session_reference import format_mention, parse_text
 
 # Characters that broke, or could break, an output path, made likely; then anything at all.

@@ -1,4 +1,5 @@
-"""Every hook is documented (docstring and README, with its signature) and exercised by a test."""
+"""Every hook is documented (a docstring saying who calls it and what its result means) and
+exercised by a test."""
 
 from __future__ import annotations
 
@@ -22,11 +23,10 @@ def test_there_are_hooks():
 
 
 @pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])
-def test_hook_has_docstring_and_is_in_readme(name, fn):
+def test_hook_has_a_docstring(name, fn):
     doc = inspect.getdoc(fn) or ""
     assert len(doc) > 40, f"{name} needs a docstring saying who calls it and what its result means"
-    params = ", ".join(inspect.signature(fn).parameters)
-    assert f"`{name}({params})`" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "Called by" in doc or "Called once" in doc or "Called when" in doc, f"{name}: say who calls it"
 
 
 @pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])

@@ -1,4 +1,4 @@
-"""Every reference log imports, exports equal to its input, and folds to the spec's surface, on
+"""Every reference log imports, exports equal to its input, and folds to the expected surface, on
 every store (SQLite and PostgreSQL).
 
 The logs (the `reference_logs` corpus of tests/conftest.py) were written by the reference
@@ -23,7 +23,8 @@ from tests.store_backends import BACKENDS, make_backend, store_config
 
 
 def naive_surface(raws: list[dict]) -> list[int]:
-    """Spec section 2, written plainly and independently of dsh_host.session.surface."""
+    """The surface fold (append adds a node; replace swaps a run of current nodes for one), written
+    plainly and independently of dsh_host.session.surface."""
     nodes: list[int] = []
     for raw in raws:
         op = raw.get("surfaceOp")
@@ -80,8 +81,8 @@ def test_reference_log_round_trips_and_folds(imported, reference_log, tmp_path, 
     out_lines = text.splitlines()
     out = [json.loads(line) for line in out_lines]
 
-    # The header line always carries delegationDepth (spec 6.3: required on disk, 0 when
-    # absent); four reference headers predate that and omit it, so compare with it filled in.
+    # The header line always carries delegationDepth (required on disk, read as 0 when absent);
+    # four reference headers predate that and omit it, so compare with it filled in.
     expected_header = {**source[0], "delegationDepth": source[0].get("delegationDepth", 0)}
     assert out[0] == expected_header
     assert list(out[0]) == ["type", "version", "id", "createdAt", "cwd", "delegationDepth"]

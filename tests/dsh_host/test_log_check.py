@@ -8,14 +8,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import LogInvariant, Violation, check_log
+from dsh_host.log import LogInvariant, Note, Violation, check_log
 from dsh_host.session.events import Event, SessionHeader, event_from_json
 from dsh_host.session.jsonl import read_log_file
+from tests.log_check import PRE_PROVIDER
 
 HEADER = SessionHeader(id="s", created_at=0)
 USER = {"kind": "user"}
 PROVENANCE = {"provider": "p", "model": "m"}
-RULES = {"seq", "surface", "shape", "turn-nesting", "step-scope", "tool-pairing", "turn-enclosure", "fork-seed"}
+RULES = {
+    "seq",
+    "surface",
+    "shape",
+    "seed-shape",
+    "turn-nesting",
+    "step-scope",
+    "tool-pairing",
+    "turn-enclosure",
+    "fork-seed",
+}
 
 
 def ev(type: str, data: Any = None, *, op: Any = None, sources: Any = None) -> dict[str, Any]:
@@ -92,8 +103,8 @@ def tool_turn() -> list[dict[str, Any]]:
     ]
 
 
-def rules_of(violations: tuple[Violation, ...]) -> list[tuple[int | None, str]]:
-    return [(v.seq, v.rule) for v in violations]
+def rules_of(findings: tuple[Violation | Note, ...]) -> list[tuple[int | None, str]]:
+    return [(f.seq, f.rule) for f in findings]
 
 
 def test_a_canonical_log_has_no_violation() -> None:
@@ -132,22 +143,40 @@ def test_surface_marker_rules() -> None:
             ev("request/header", {"header": {"config": PROVENANCE}, "reason": "fallback"}),
             "legacy request/header reason 'fallback' is not supported",
         ),
+    ],
+)
+def test_legacy_vocabulary_is_a_shape_violation(raw: dict[str, Any], message: str) -> None:
+    events = log(turn_start(), ev("step/start", {"turn": 1, "step": 1}), raw)
+    assert check_log(HEADER, events) == (Violation(2, "shape", message),)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
         (ev("request/header", {"header": {"config": {"model": "m"}}, "reason": "initial"}), "request/header config"),
         (ev("request/header", {"header": {"config": {"provider": "", "model": "m"}}}), "request/header config"),
         (assistant() | {"data": {"turn": 1, "step": 1, "content": []}}, "assistant/message provenance"),
     ],
 )
-def test_shape_rules(raw: dict[str, Any], message: str) -> None:
+def test_a_shape_from_before_provider_routing_is_a_note_not_a_violation(raw: dict[str, Any], message: str) -> None:
     events = log(turn_start(), ev("step/start", {"turn": 1, "step": 1}), raw)
-    [violation] = check_log(HEADER, events)
-    assert (violation.seq, violation.rule) == (2, "shape")
-    assert message in violation.message
+    [note] = check_log(HEADER, events)
+    assert type(note) is Note
+    assert (note.seq, note.rule) == (2, "seed-shape")
+    assert note.message.startswith(message)
+    assert note.message.endswith("resuming or forking this log is not supported)")
 
 
-def test_an_aborted_turn_end_carries_only_its_kind() -> None:
+def test_an_aborted_turn_end_with_more_than_its_kind_is_a_note() -> None:
     events = log(turn_start(), turn_end(reason={"kind": "aborted", "step": 1}))
-    assert rules_of(check_log(HEADER, events)) == [(1, "shape")]
+    [note] = check_log(HEADER, events)
+    assert type(note) is Note and (note.seq, note.rule) == (1, "seed-shape")
     assert check_log(HEADER, log(turn_start(), turn_end(reason={"kind": "aborted"}))) == ()
+
+
+def test_a_note_never_equals_a_violation_with_the_same_fields() -> None:
+    assert Note(1, "r", "m") != Violation(1, "r", "m")
+    assert Note(1, "r", "m") == Note(1, "r", "m")
 
 
 @pytest.mark.parametrize(
@@ -268,27 +297,31 @@ def test_extra_invariants_run_after_the_builtin_ones_and_everything_is_ordered_b
     assert rules_of(found) == [(None, "fork-seed"), (0, "turn-enclosure"), (0, "title"), (2, "title")]
 
 
-PRE_PROVIDER = {
-    "ref-scripts-python-sdk-single-exe-advanced-session": [3, 9, 14, 20, 31, 41, 51, 56, 62],
-    "ref-scripts-python-sdk-single-exe-advanced-session-1": [3, 9],
-    "ref-scripts-python-sdk-single-exe-advanced-session-2": [3, 9],
-}
+def test_an_extra_invariant_may_yield_notes_beside_violations() -> None:
+    def untitled(header: SessionHeader, events: list) -> list[Violation | Note]:
+        return [Note(None, "untitled", "no session/title")]
+
+    found = check_log(HEADER, log(turn_start(), {**turn_end(), "seq": 5}), [untitled])
+    assert found == (
+        Note(None, "untitled", "no session/title"),
+        Violation(5, "seq", "session event seq 5 is not contiguous; expected 1"),
+    )
 
 
-def test_reference_logs_pass_except_the_pre_provider_shapes_the_spec_rejects_on_seed(reference_logs) -> None:
-    """Three reference logs carry pre-provider shapes (session-core 1.2): a `request/header` config
-    and `assistant/message` provenance without a provider. They load and inspect fine, and only
-    seeding them (resume, fork) rejects them: the check reports exactly those events."""
+def test_reference_logs_break_no_rule_and_only_pre_provider_shapes_are_noted(reference_logs) -> None:
+    """Three reference logs carry shapes from before provider routing: a `request/header` config
+    and `assistant/message` provenance without a provider. They load and read fine, they only
+    cannot be resumed or forked: the check notes exactly those events and finds no violation."""
     assert len(reference_logs) == 80
     for path in reference_logs:
         parsed = read_log_file(path)
         found = check_log(parsed.header, parsed.events)
         expected = PRE_PROVIDER.get(parsed.header.id, [])
-        assert [v.seq for v in found] == expected, path.name
-        assert {v.rule for v in found} <= {"shape"}
-        for violation in found:
-            kind = parsed.events[violation.seq].type
-            assert violation.message.startswith(
+        assert [f.seq for f in found] == expected, path.name
+        assert all(type(f) is Note and f.rule == "seed-shape" for f in found), path.name
+        for note in found:
+            kind = parsed.events[note.seq].type
+            assert note.message.startswith(
                 "request/header config" if kind == "request/header" else "assistant/message provenance"
             )
 
@@ -334,10 +367,10 @@ surface_ops = (
 )
 def test_any_log_is_checked_without_raising(raws) -> None:
     events = log(*(ev(kind, data, op=op) for kind, data, op in raws))
-    for violation in check_log(HEADER, events):
-        assert violation.rule in RULES
-        assert 0 <= violation.seq < len(events)
-        assert violation.message
+    for finding in check_log(HEADER, events):
+        assert finding.rule in RULES
+        assert finding.seq is not None and 0 <= finding.seq < len(events)
+        assert finding.message
 
 
 @st.composite

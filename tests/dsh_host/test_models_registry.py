@@ -1,4 +1,4 @@
-"""The model registry: registration through the hook, lazy adapters, and spec resolution."""
+"""The model registry: registration through the hook, lazy adapters, and model specs resolved."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ async def reply_text(adapter: ScriptedAdapter, req: ModelRequest) -> str:
 # --- builders ------------------------------------------------------------------------------------
 
 
-def test_text_response_is_worked_example_a_seq_5_to_10():
+def test_text_response_streams_a_text_block_then_usage_and_a_stop():
     assert text_response("ok") == [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "text-delta", "index": 0, "text": "o"},
@@ -158,12 +158,13 @@ async def test_hang_yields_a_partial_block_then_waits_for_the_signal():
     stream = adapter.stream(request(user("x"), signal=signal))
     assert await stream.__anext__() == {"type": "block-start", "index": 0, "blockType": "text"}
     assert await stream.__anext__() == {"type": "text-delta", "index": 0, "text": "partial"}
-    waiting = asyncio.ensure_future(stream.__anext__())
-    await asyncio.sleep(0)
-    assert not waiting.done()
+    # The next step is driven by hand: `send(None)` runs it until it parks on the future it awaits.
+    step = stream.__anext__()
+    parked = step.send(None)
+    assert not parked.done()  # waiting for the signal
     signal.set()
     with pytest.raises(ModelFailure) as caught:
-        await waiting
+        step.send(None)
     assert (caught.value.message, caught.value.code) == ("aborted", "ABORTED")
 
 

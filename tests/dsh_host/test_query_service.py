@@ -16,8 +16,9 @@ pytestmark = pytest.mark.foreign_logs
 USER = {"kind": "user"}
 
 
-def spec_2_4_f(L) -> list[dict]:
-    """The `readSurface` fixture of spec 2.4F: the surface ends as [4, 5], captured through 5."""
+def nested_replace_log(L) -> list[dict]:
+    """A log whose second replace folds a checkpoint and the tail after it: the surface ends as
+    [4, 5], captured through 5."""
     return [
         L.user(0, "old"),
         L.chunk(1),
@@ -38,9 +39,9 @@ def live_session(host, L, session_id, raws, *, created_at=None):
 # -- read_surface -------------------------------------------------------------------------------
 
 
-async def test_read_surface_of_spec_2_4_f_live_and_persisted(host, log_builder):
+async def test_read_surface_after_nested_replaces_live_and_persisted(host, log_builder):
     query = host.services.session_query
-    raws = spec_2_4_f(log_builder)
+    raws = nested_replace_log(log_builder)
     live_session(host, log_builder, "live", raws)
     host.store.append(SessionHeader(id="stored", created_at=0, cwd="/w"), log_builder.events(raws))
 
@@ -106,7 +107,7 @@ async def test_a_live_session_is_answered_from_memory(host, log_builder):
 async def test_results_are_detached_from_the_source(host, log_builder):
     L = log_builder
     query = host.services.session_query
-    raws = spec_2_4_f(L)
+    raws = nested_replace_log(L)
     session = live_session(host, L, "live", raws)
     host.store.append(SessionHeader(id="stored", created_at=0), L.events(raws))
     for session_id in ("live", "stored"):
@@ -127,7 +128,7 @@ async def test_results_are_detached_from_the_source(host, log_builder):
 
 async def test_read_events_returns_the_whole_log(host, log_builder):
     L = log_builder
-    raws = spec_2_4_f(L)
+    raws = nested_replace_log(L)
     host.store.append(SessionHeader(id="s", created_at=0), L.events(raws))
     assert await host.services.session_query.read_events("s") == [json.loads(e.to_line()) for e in L.events(raws)]
 
@@ -204,7 +205,7 @@ async def test_list_sessions_of_an_empty_store(host):
 async def test_the_query_service_reads_a_store_written_by_another_host(make_host, log_builder):
     with make_host() as writer:
         session = writer.sessions.create("/w", "s")
-        for raw in spec_2_4_f(log_builder):
+        for raw in nested_replace_log(log_builder):
             session.append_raw(raw)
         await writer.sessions.close()
         written = list(session.events)  # closing flushed the log (and titled the session)

@@ -150,7 +150,7 @@ def test_lossless_accepts_json_values_and_shared_subobjects():
     session = new_session()
     event = session.append("custom/value", value)
     assert thaw(event.data) == value
-    assert event.data["dag"][0] is not event.data["dag"][1]  # duplicated in the copy, as the spec says
+    assert event.data["dag"][0] is not event.data["dag"][1]  # a shared value becomes two copies, as in JSON
 
 
 def nested(levels: int) -> list:

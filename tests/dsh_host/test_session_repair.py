@@ -1,4 +1,4 @@
-"""Crash repair (spec section 5, section 10 item 22) and resume through the host."""
+"""Crash repair (closing the turn a crash left open) and resume through the host."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from dsh_host import DshError
 from dsh_host.session.events import SessionHeader, event_from_json
 from dsh_host.session.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, interrupted_turn_closers
 from dsh_host.session.session import Session
@@ -222,3 +223,17 @@ async def test_resume_of_a_balanced_log_appends_nothing(host, log_builder):
 async def test_resume_of_an_unknown_session_is_not_found(host):
     with pytest.raises(Exception, match='session "nope" not found'):
         await host.sessions.resume("nope")
+
+
+@pytest.mark.foreign_logs  # a hand-built log in another writer's old shape, not one dsh wrote
+async def test_a_log_from_before_provider_routing_is_refused_on_resume_and_left_unchanged(make_host, log_builder):
+    L = log_builder
+    assistant = L.raw("assistant/message", 1, {"turn": 1, "step": 1, "content": [L.text("old")]}, op="append")
+    events = L.events([L.user(0, "hi"), assistant])
+    host = make_host()
+    host.store.import_log(L.header("old-shape"), events)
+    with pytest.raises(DshError, match=r"^session old-shape cannot be resumed: assistant/message provenance") as raised:
+        await host.open_agent("old-shape")
+    assert raised.value.code == "NOT_RESUMABLE"
+    assert [e.to_line() for e in host.store.read_events("old-shape")[1]] == [e.to_line() for e in events]
+    assert host.sessions.get("old-shape") is None

@@ -1,4 +1,5 @@
-"""Surface folding (spec section 2 and section 10 items 1-17, 20, 32): fold, session, messages."""
+"""Surface folding (the whole-log fold and the live session agree), derived messages, event
+classification and request headers."""
 
 from __future__ import annotations
 
@@ -53,40 +54,40 @@ def assert_rejected(raws, message: str) -> None:
     assert live.derive_messages() == messages
 
 
-# -- spec section 10, items 1-17 -----------------------------------------------------------------
+# -- appends, replaces and the rules every surface event follows ----------------------------------
 
 
-def test_item1_basic_turn(log_builder):
+def test_a_turn_puts_its_prompt_and_answer_on_the_surface(log_builder):
     L = log_builder
     raws = [L.raw("turn/start", 0), L.user(1), L.assistant(2), L.raw("turn/end", 3)]
     assert surface_of(raws) == (1, 2)
 
 
-def test_item2_tool_result_appends(log_builder):
+def test_an_appended_tool_result_joins_the_surface(log_builder):
     L = log_builder
     raws = [L.raw("turn/start", 0), L.user(1), L.assistant(2), L.raw("turn/end", 3)]
     raws.append(L.raw("tool/result", 4, L.tool_result_data("c1", "out"), op="append"))
     assert surface_of(raws) == (1, 2, 4)
 
 
-def test_item3_replace_a_leading_run(log_builder):
+def test_a_replace_of_a_leading_run_puts_the_replacement_first(log_builder):
     L = log_builder
     raws = [L.user(0), L.user(1), L.user(2), L.assistant(3, op=L.replace(0, 1), sources=[0, 1])]
     assert surface_of(raws) == (3, 2)
 
 
-def test_item4_replace_the_last_node(log_builder):
+def test_a_replace_of_the_last_node_takes_its_place(log_builder):
     L = log_builder
     assert surface_of([L.user(0), L.user(1), L.assistant(2, op=L.replace(1, 1), sources=[1])]) == (0, 2)
 
 
-def test_item5_mid_range_replace(log_builder):
+def test_a_replace_in_the_middle_keeps_the_nodes_around_it(log_builder):
     L = log_builder
     raws = [L.user(0), L.user(1), L.user(2), L.assistant(3, op=L.replace(1, 1), sources=[1])]
     assert surface_of(raws) == (0, 3, 2)
 
 
-def test_item6_nested_replace_uses_surface_positions_not_seq_order(log_builder):
+def test_a_nested_replace_uses_surface_positions_not_seq_order(log_builder):
     L = log_builder
     raws = [
         L.user(0),
@@ -103,7 +104,7 @@ def test_item6_nested_replace_uses_surface_positions_not_seq_order(log_builder):
     assert folded.replace_generation == 2
 
 
-def test_item7_replace_range_errors(log_builder):
+def test_a_replace_range_must_name_current_nodes_in_surface_order(log_builder):
     L = log_builder
     assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(5, 0), sources=[0])], "start seq 5 not found")
     assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 99), sources=[0])], "end seq 99 not found")
@@ -113,13 +114,13 @@ def test_item7_replace_range_errors(log_builder):
     )
 
 
-def test_item7_a_shadowed_seq_is_not_on_the_surface(log_builder):
+def test_a_shadowed_seq_is_not_on_the_surface(log_builder):
     L = log_builder
     raws = [L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 0), sources=[0])]
     assert_rejected([*raws, L.assistant(3, op=L.replace(0, 1), sources=[0, 1])], "start seq 0 not found")
 
 
-def test_item8_replace_must_source_every_shadowed_node(log_builder):
+def test_a_replace_must_source_every_shadowed_node(log_builder):
     L = log_builder
     assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 1), sources=[0])], "missing 1")
     assert_rejected([L.user(0), L.user(1), L.assistant(2, op=L.replace(0, 1))], "missing 0, 1")
@@ -150,26 +151,26 @@ def test_item8_replace_must_source_every_shadowed_node(log_builder):
         ([0, 7], "must reference earlier events"),
     ],
 )
-def test_item9_provenance_rules(log_builder, sources, message):
+def test_provenance_must_be_distinct_earlier_seqs(log_builder, sources, message):
     L = log_builder
     assert_rejected([L.user(0), L.raw("turn/start", 1), L.user(2, sources=sources)], message)
 
 
-def test_item9_carried_null_sources_are_invalid(log_builder):
+def test_carried_null_sources_are_invalid(log_builder):
     L = log_builder
     raw = L.user(1)
     raw["sourceEventSeqs"] = None
     assert_rejected([L.user(0), raw], "must be an array")
 
 
-def test_item10_seqs_must_be_contiguous(log_builder):
+def test_seqs_must_be_contiguous(log_builder):
     L = log_builder
     events = [event_from_json(r) for r in [L.raw("turn/start", 0), L.raw("turn/end", 2)]]
     with pytest.raises(SurfaceError, match="session event seq 2 is not contiguous; expected 1"):
         fold(events)
 
 
-def test_item11_surface_markers_are_required_exactly_on_surface_types(log_builder):
+def test_surface_markers_are_required_exactly_on_surface_types(log_builder):
     L = log_builder
     assert_rejected([L.user(0, op=None)], "requires a surfaceOp marker")
     for kind in ("assistant/message", "tool/result", "context/message", "steering/message"):
@@ -207,7 +208,7 @@ def test_invalid_surface_ops(log_builder, op):
     assert_rejected([L.user(0), raw], "surfaceOp")
 
 
-def test_item12_assistant_may_have_empty_provenance(log_builder):
+def test_only_an_assistant_message_may_have_empty_provenance(log_builder):
     L = log_builder
     assert surface_of([L.raw("turn/start", 0), L.assistant(1, sources=[])]) == (1,)
     assert_rejected([L.raw("turn/start", 0), L.raw("tool/result", 1, {}, op="append", sources=[])], "must not be empty")
@@ -225,7 +226,7 @@ def _tool_log(L, **meta):
     ]
 
 
-def test_item13_tool_result_rewrite_rules(log_builder):
+def test_a_tool_result_rewrite_replaces_one_current_result_and_changes_only_its_content(log_builder):
     L = log_builder
     raws = _tool_log(L, meta={"bytes": [1, 2, {"k": None}]}, error=None)
     original = raws[4]["data"]
@@ -276,7 +277,7 @@ def test_item13_tool_result_rewrite_rules(log_builder):
     )
 
 
-def test_item14_an_empty_assistant_message_derives_no_message(log_builder):
+def test_an_empty_assistant_message_derives_no_message(log_builder):
     L = log_builder
     session = Session(header(), L.events([L.user(0, "question"), L.assistant(1, None), L.assistant(2, "answer")]))
     assert session.surface.nodes == [0, 1, 2]
@@ -285,7 +286,7 @@ def test_item14_an_empty_assistant_message_derives_no_message(log_builder):
     assert session.derive_messages()[1]["content"] == [L.text("answer")]
 
 
-def test_item15_context_meta_is_hidden_from_the_model(log_builder):
+def test_context_meta_is_hidden_from_the_model(log_builder):
     L = log_builder
     data = {"content": [L.text("ctx")], "source": {"kind": "plugin", "plugin": "p"}, "meta": {"secret": 1}}
     session = Session(header(), L.events([L.raw("context/message", 0, data, op="append")]))
@@ -317,7 +318,7 @@ def test_projection_of_every_surface_type(log_builder):
     ]
 
 
-def test_item16_envelope_prompts(log_builder):
+def test_an_enveloped_prompt_sends_its_baked_content_and_displays_what_was_typed(log_builder):
     L = log_builder
     baked = [L.text("<context>snapshot</context>"), L.text("\n\n## My request:\n"), L.text("do it")]
     data = {
@@ -334,7 +335,7 @@ def test_item16_envelope_prompts(log_builder):
     assert display_prompt_content(L.user_data("plain")) == [L.text("plain")]
 
 
-def test_item17_reseeding_reproduces_messages_and_replace_bumps_generation(log_builder):
+def test_reseeding_reproduces_messages_and_a_replace_bumps_the_generation(log_builder):
     L = log_builder
     session = Session(header("a"))
     for raw in [L.raw("turn/start", 0), L.user(1, "one"), L.assistant(2, "two"), L.user(3, "three")]:
@@ -349,7 +350,7 @@ def test_item17_reseeding_reproduces_messages_and_replace_bumps_generation(log_b
     assert [m["content"][0]["text"] for m in session.derive_messages()] == ["summary", "three"]
 
 
-# -- derived-message cache (spec 2.5) -----------------------------------------------------------
+# -- derived-message cache -----------------------------------------------------------------------
 
 
 def test_derive_messages_projects_each_node_once_and_rebuilds_after_a_replace(log_builder, monkeypatch):
@@ -383,10 +384,10 @@ def test_derive_messages_projects_each_node_once_and_rebuilds_after_a_replace(lo
     assert projected == [0, 1, 2, 3, 2]
 
 
-# -- classification (spec 2.3, item 32) ---------------------------------------------------------
+# -- classification: current, shadowed or log-only -----------------------------------------------
 
 
-def test_item32_classification(log_builder):
+def test_events_classify_as_current_shadowed_or_log_only(log_builder):
     L = log_builder
     raws = [
         L.raw("turn/start", 0),
@@ -413,7 +414,7 @@ def test_a_replacement_replaced_later_is_shadowed(log_builder):
     assert classes == {0: "shadowed", 1: "shadowed", 2: "shadowed", 3: "current", 4: "log-only"}
 
 
-def test_spec_example_2_4_d_compaction_checkpoint(log_builder):
+def test_a_compaction_checkpoint_shadows_the_range_it_replaces(log_builder):
     L = log_builder
     raws = [L.raw("turn/start", 0), L.user(1)]
     for seq in range(2, 12):
@@ -445,17 +446,17 @@ def test_random_logs_fold_like_a_naive_model(log_builder, data):
     assert fold([event_from_json(r) for r in raws]).replace_generation == generation
 
 
-# -- request headers (item 20) ------------------------------------------------------------------
+# -- request headers -----------------------------------------------------------------------------
 
 
-def test_item20_canonical_header_drops_empty_optional_parts():
+def test_the_canonical_header_drops_empty_optional_parts():
     config = {"provider": "p", "model": "m"}
     assert canonical_header({"config": config, "system": "", "tools": [], "messagePrefix": []}) == {"config": config}
     full = {"config": {**config, "temperature": 0.5}, "system": "sys", "tools": [{"name": "a"}]}
     assert canonical_header(full) == full
 
 
-def test_item20_header_equality_is_sensitive_to_tool_order_and_config():
+def test_header_equality_is_sensitive_to_tool_order_and_config():
     config = {"provider": "p", "model": "m"}
     a = {"config": config, "tools": [{"name": "a"}, {"name": "b"}]}
     b = {"config": config, "tools": [{"name": "b"}, {"name": "a"}]}
@@ -473,7 +474,7 @@ def test_item20_header_equality_is_sensitive_to_tool_order_and_config():
     )
 
 
-def test_item20_the_latest_header_snapshot_wins(log_builder):
+def test_the_latest_request_header_snapshot_wins(log_builder):
     L = log_builder
     h1 = {"config": {"provider": "p", "model": "m1"}, "system": ""}
     h2 = {"config": {"provider": "p", "model": "m2"}, "tools": []}

@@ -37,7 +37,7 @@ def fresh_id(prefix: str = "s") -> str:
 
 
 def run_turn(session: Session, turn: int, *, chunks: int = 3, tool: bool = True) -> None:
-    """Append a canonical turn (spec 1.6) to a live session."""
+    """Append a canonical turn (a prompt, one step whose message cites its chunks, a tool pair) to a live session."""
     session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
     session.append(
         "user/message",

@@ -212,7 +212,7 @@ def test_init_is_idempotent_and_every_session_table_has_forced_rls(postgres_data
 
 
 def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server, log_builder):
-    from dsh_host.store.postgres import _MIGRATIONS
+    from dsh_host.store.postgres.schema import MIGRATIONS
 
     database = postgres_server.database()
     try:
@@ -220,7 +220,7 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
             conn.execute("DROP SCHEMA dsh CASCADE")
             conn.execute(f"SET ROLE {database.owner}")
             conn.execute("CREATE SCHEMA dsh")
-            conn.execute(_MIGRATIONS[0])
+            conn.execute(MIGRATIONS[0])
             conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '1')")
             conn.execute("RESET ROLE")
         with psycopg.connect(database.dsn(), autocommit=True) as conn:  # a session its user wrote then
@@ -331,7 +331,7 @@ def test_settings_default_and_apply(postgres_database):
     assert connection_settings({"dsn": "dbname=x"}) == ("dbname=x", 4, 30_000)
     store = PostgresSessionStore.from_table({"dsn": postgres_database.dsn(), "statement_timeout_ms": 1234})
     try:
-        with store._transaction() as conn:
+        with store._pool.transaction() as conn:
             assert conn.execute("SHOW statement_timeout").fetchone() == ("1234ms",)
     finally:
         store.close()

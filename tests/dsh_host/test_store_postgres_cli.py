@@ -4,10 +4,12 @@ and two people sharing and referencing sessions (`dsh sessions share`, `dsh ref`
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+import dsh_host.store
 from dsh_host.cli.main import main
 from dsh_host.session.jsonl import export_lines
 from dsh_host.store.postgres import SCHEMA_VERSION
@@ -105,6 +107,20 @@ def test_connection_problems_are_one_line_and_exit_2(postgres_database, dsh, tmp
     assert code == 2 and "newer than this dsh supports" in err
     with postgres_database.admin() as conn:
         assert conn.execute("SELECT count(*) FROM dsh.sessions").fetchone() == (0,)
+
+
+def test_without_psycopg_the_store_and_its_commands_say_how_to_install_it(dsh, tmp_path, monkeypatch):
+    # A host without the extra: importing psycopg fails, and so does the store's package.
+    for name in [name for name in sys.modules if name == "psycopg" or name.startswith("dsh_host.store.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(dsh_host.store, "postgres", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    config = write_config(tmp_path / "no-psycopg.toml", "dbname=x")
+    for args in (("sessions", "list"), ("store", "init")):
+        code, out, err = dsh(config, *args)
+        assert (code, out) == (2, ""), (args, err)
+        assert err.startswith("dsh: error: [host] store = \"postgres\" needs psycopg: pip install 'dsh-host[postgres]'")
+        assert err.count("\n") == 1, err
 
 
 def test_it_refuses_to_start_as_a_superuser(postgres_database, dsh, tmp_path):

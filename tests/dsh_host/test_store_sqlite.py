@@ -148,12 +148,12 @@ def _assert_walruses_found(store: SqliteSessionStore) -> None:
 
 
 def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, monkeypatch):
-    from dsh_host.store import sqlite_search
+    from dsh_host.store.sqlite import search
 
     path = tmp_path / "sessions.sqlite3"
     _store_walruses(path)
     _as_version_1(path)
-    monkeypatch.setattr(sqlite_search, "FILL_BATCH_SESSIONS", 2)
+    monkeypatch.setattr(search, "FILL_BATCH_SESSIONS", 2)
     seen: list[tuple[int, int]] = []
 
     store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
@@ -180,16 +180,14 @@ class _FailingConnection(sqlite3.Connection):
 
 
 def test_a_search_error_is_not_hidden_by_ending_its_transaction(tmp_path):
-    from dsh_host.store import sqlite_search
+    from dsh_host.store.sqlite import connection, search
 
     path = tmp_path / "sessions.sqlite3"
     _store_walruses(path)
     conn = sqlite3.connect(path, isolation_level=None, factory=_FailingConnection)
-    sqlite_search.register_fold(conn, lambda value: value, lambda value: value)
+    connection.register_fold(conn)
     try:
         with pytest.raises(sqlite3.OperationalError, match="the ranking failed"):
-            sqlite_search.search(
-                conn, "walrus", target=None, target_cwd="/w", limit=10, cancel=None, from_text=lambda value: value
-            )
+            search.search(conn, "walrus", target_id=None, target_cwd="/w", limit=10, cancel=None)
     finally:
         conn.close()

@@ -1,4 +1,4 @@
-"""Titles (spec section 8 and section 10 item 40): normalisation, fallback, eligibility, latest wins."""
+"""Session titles: normalisation, fallback, eligibility, latest wins."""
 
 from __future__ import annotations
 

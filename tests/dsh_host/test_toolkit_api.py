@@ -13,7 +13,6 @@ import pytest
 
 import dsh_host
 from dsh_host import (
-    DROPPED,
     ComposeError,
     Composition,
     Config,
@@ -26,6 +25,9 @@ from dsh_host import (
     ToolResult,
     hookimpl,
 )
+from dsh_host.agent.tickets import DROPPED
+from dsh_host.log import Violation, check_log
+from dsh_host.testing import appended
 
 
 def config(tmp_path: Path, **host: Any) -> Config:
@@ -124,7 +126,6 @@ class Shouting:
             return None  # abstain: the host's default composes it
 
         async def compose() -> Composition:
-            await asyncio.sleep(0)
             context = {"content": [{"type": "text", "text": "ctx"}], "source": {"kind": "plugin", "plugin": "shout"}}
             return Composition([{"type": "text", "text": text.upper()}], [context])
 
@@ -167,8 +168,7 @@ async def test_tickets_name_the_turn_that_consumed_each_message(tmp_path):
     async with Host.start(Config.from_mapping(mapping)) as host:
         agent = await host.open_agent(cwd=tmp_path)
         first = agent.send("first")
-        while not any(e.type == "assistant/chunk" for e in agent.session.events):  # the model hangs now
-            await asyncio.sleep(0)
+        await appended(agent.session, lambda e: e.type == "assistant/chunk")  # the model hangs now
         steered = agent.steer("steer me")
         queued = agent.send("queued")
         assert steered.steering and not queued.steering
@@ -185,10 +185,10 @@ async def test_tickets_name_the_turn_that_consumed_each_message(tmp_path):
 
 async def test_steering_is_consumed_by_the_running_turn(tmp_path):
     gate = asyncio.Event()
-    calls: list[int] = []
+    called = asyncio.Event()
 
     async def wait(arguments, context):
-        calls.append(1)
+        called.set()
         await gate.wait()
         return ToolResult.text("waited")
 
@@ -205,8 +205,7 @@ async def test_steering_is_consumed_by_the_running_turn(tmp_path):
     async with Host.start(Config.from_mapping(mapping), plugins={"tools": Tools()}) as host:
         agent = await host.open_agent(cwd=tmp_path)
         first = agent.send("go")
-        while not calls:
-            await asyncio.sleep(0)
+        await called.wait()  # the turn is inside its tool
         steered = await asyncio.wait_for(_steer_after(agent, gate), 10)
         one, two = await first.result(), await steered.result()
         assert one == two
@@ -315,12 +314,8 @@ async def test_a_blocked_store_never_stalls_the_event_loop(tmp_path):
         store = await asyncio.to_thread(lambda: host.store)
         store.gate.clear()
         ticket = agent.send("hello")
-        await asyncio.to_thread(store.waiting.wait, 10)  # the pre-request flush is stuck in the store
-        ticks = 0
-        for _ in range(5):
-            await asyncio.sleep(0)
-            ticks += 1
-        assert ticks == 5  # the loop runs other work meanwhile
+        # The pre-request flush is stuck in the store; the loop still delivers this thread's answer.
+        await asyncio.to_thread(store.waiting.wait, 10)
         agent.cancel()
         result = await asyncio.wait_for(ticket.result(), 10)
         assert result.reason == "aborted"
@@ -348,8 +343,7 @@ async def test_a_blocked_store_read_does_not_block_other_work(tmp_path):
         store.gate.clear()
         read = asyncio.ensure_future(host.services.session_query.read_surface(agent.session.id))
         await asyncio.to_thread(store.waiting.wait, 10)
-        assert not read.done()
-        await asyncio.sleep(0)  # the loop is free
+        assert not read.done()  # the read waits in the store while the loop answered the thread above
         store.gate.set()
         snapshot = await read
         assert snapshot.header.id == agent.session.id
@@ -375,7 +369,7 @@ class NoShouting:
         def no_capitals(header, events):
             for event in events:
                 if event.type == "user/message" and event.data["content"][0]["text"].isupper():
-                    yield dsh_host.Violation(event.seq, "no-shouting", "a user message is all capitals")
+                    yield Violation(event.seq, "no-shouting", "a user message is all capitals")
 
         return [no_capitals]
 
@@ -386,5 +380,5 @@ async def test_a_plugin_adds_log_rules_through_dsh_log_invariants(tmp_path):
         await agent.submit("HELLO")
         await agent.close()
         rules = [rule for contributed in host.hook.dsh_log_invariants() for rule in contributed]
-        found = dsh_host.check_log(agent.session.header, agent.session.events, rules)
+        found = check_log(agent.session.header, agent.session.events, rules)
     assert [(v.rule, v.message) for v in found] == [("no-shouting", "a user message is all capitals")]

@@ -1,4 +1,4 @@
-"""The real prompt_toolkit chat application, typed into through a pipe (spec 10.2 T1-T6, 10.4).
+"""The real prompt_toolkit chat application, typed into through a pipe.
 
 Keys go in through `create_pipe_input()`; the screen goes to `DummyOutput` (or a VT100 writer
 over a string when a test inspects the bytes). The transcript console writes to a string.
@@ -207,7 +207,7 @@ def reference_ids(contexts: list[Any]) -> list[str]:
     return [ref["sessionId"] for ref in context["meta"]["references"]]
 
 
-# --- T1: files and sessions in one menu; send, then steer ---------------------------------------------
+# --- files and sessions in one menu; send, then steer -------------------------------------------------
 
 
 async def test_session_autocomplete_with_files_then_send_and_steer(ref_host, workspace):
@@ -265,7 +265,7 @@ async def test_a_folder_completion_descends_into_the_folder(ref_host, workspace)
         assert chat.agent.sent == [([{"type": "text", "text": '@"docs/design notes.md"'}], [])]
 
 
-# --- T2: hostile ids and cwds stay inert; the URI keeps the raw id ------------------------------------
+# --- hostile ids and cwds stay inert; the URI keeps the raw id ----------------------------------------
 
 
 async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the_message(ref_host, workspace):
@@ -292,7 +292,7 @@ async def test_control_characters_in_candidates_are_escaped_on_screen_and_in_the
     assert "\x07" not in drawn and "\x9b" not in drawn and "\x1b]" not in drawn
 
 
-# --- T3: fallbacks ------------------------------------------------------------------------------------
+# --- fallbacks ----------------------------------------------------------------------------------------
 
 
 class ScriptedCandidates:
@@ -351,7 +351,7 @@ async def test_completion_fallbacks(bare_host, workspace):
         assert chat.ui.buffer.text == "@slowx"
 
 
-# --- T4, T5: refused and failed references ------------------------------------------------------------
+# --- refused and failed references --------------------------------------------------------------------
 
 
 async def test_a_failed_reference_restores_the_input_and_says_why(ref_host, workspace):
@@ -375,7 +375,7 @@ async def test_an_invalid_reference_is_refused_with_the_feature_mounted(ref_host
 
 
 async def test_without_the_feature_reference_shaped_text_goes_out_as_typed(bare_host, workspace):
-    # Changed from the spec's T5 (which refuses it as "capability unavailable"): a host without
+    # Unlike the reference implementation (which refuses it as "capability unavailable"), a host without
     # session-reference behaves as if it were not installed, so no host code parses mentions.
     target = bare_host.sessions.create(str(workspace), "main-session")
     async with open_chat(bare_host, target) as chat:
@@ -385,7 +385,7 @@ async def test_without_the_feature_reference_shaped_text_goes_out_as_typed(bare_
         assert "Session reference" not in chat.transcript
 
 
-# --- T6: duplicate Enter, drafts, disposal; Ctrl+C abandons a pending composition ---------------------
+# --- duplicate Enter, drafts, disposal; Ctrl+C abandons a pending composition -------------------------
 
 
 class ManualComposer:
@@ -393,11 +393,16 @@ class ManualComposer:
 
     def __init__(self) -> None:
         self.pending: list[tuple[asyncio.Future[Any], str, asyncio.Event]] = []
+        self.composing: list[asyncio.Task[Any]] = []
+        """The UI's task behind each composition: it composes, then sends, steers or drops it."""
 
     @hookimpl
     def dsh_compose_message(self, agent, text, signal):
         outcome = asyncio.get_running_loop().create_future()
         self.pending.append((outcome, text, signal))
+        task = asyncio.current_task()
+        assert task is not None
+        self.composing.append(task)
         return outcome
 
     def resolve(self, readable: str) -> None:
@@ -448,7 +453,7 @@ async def test_ctrl_c_during_a_pending_composition_abandons_it_and_restores_the_
         assert signal.is_set() and not chat.ui.submitter.preparing
         assert chat.agent.cancels == 0
         composer.resolve("use @source")  # settles late: nothing is sent
-        await asyncio.sleep(0)
+        await composer.composing[0]
         assert chat.agent.sent == [] and chat.agent.steered == []
         # The restored text is submitted again as it stands.
         await chat.type_until(ENTER, lambda: len(composer.pending) == 2, "a second composition")
@@ -466,7 +471,7 @@ async def test_leaving_during_preparation_cancels_it_and_sends_nothing(bare_host
     _, _, signal = composer.pending[0]
     assert signal.is_set()
     composer.resolve("use @source")
-    await asyncio.sleep(0)
+    await composer.composing[0]
     assert agent.sent == []
     assert agent.status == "disposed"
 
@@ -480,7 +485,7 @@ async def test_disposing_during_a_composition_abandons_it(bare_host, workspace, 
         await until(lambda: chat.task.done(), "the exit")
     assert composer.pending[0][2].is_set()
     composer.resolve("use @source")
-    await asyncio.sleep(0)
+    await composer.composing[0]
     assert agent.sent == []
 
 

@@ -1,4 +1,4 @@
-"""The `@` completer (session-reference spec 9.2): files, sessions, commands, abandonment.
+"""The `@` completer: files, sessions, commands, abandonment.
 
 Sessions come from session-reference's own completion source, as its plugin registers it.
 """
@@ -14,7 +14,7 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from dsh_host.jstext import iso_utc
+from dsh_host.text import iso_utc
 from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import RegisteredSource
@@ -36,11 +36,13 @@ class Candidates:
     def __init__(self, *candidates: Candidate) -> None:
         self.candidates = list(candidates)
         self.calls: list[tuple[Any, str, Any, asyncio.Event]] = []
+        self.called = asyncio.Event()
         self.hang_until_cancelled = False
         self.fail: Exception | None = None
 
     async def list_candidates(self, target, query="", limit=None, cancel=None):
         self.calls.append((target, query, limit, cancel))
+        self.called.set()
         if self.hang_until_cancelled:
             await cancel.wait()
             raise RuntimeError("superseded")
@@ -182,8 +184,7 @@ async def test_a_superseded_request_is_abandoned_and_yields_nothing(workspace):
     service.hang_until_cancelled = True
     completer = make(workspace, service)
     pending = asyncio.ensure_future(complete(completer, "@slow"))
-    while not service.calls:
-        await asyncio.sleep(0)
+    await service.called.wait()
     cancel = service.calls[0][3]
     completer.supersede()
     assert cancel.is_set()
@@ -195,8 +196,7 @@ async def test_a_newer_request_cancels_the_older_one(workspace):
     service.hang_until_cancelled = True
     completer = make(workspace, service)
     first = asyncio.ensure_future(complete(completer, "@base-slow"))
-    while not service.calls:
-        await asyncio.sleep(0)
+    await service.called.wait()
     service.hang_until_cancelled = False
     second = await complete(completer, "@base-slowx")
     assert service.calls[0][3].is_set()

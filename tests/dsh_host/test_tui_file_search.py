@@ -1,4 +1,4 @@
-"""The `@` token, file mention formatting and the workspace search (session-reference spec 10.4)."""
+"""The `@` token, file mention formatting and the workspace search."""
 
 from __future__ import annotations
 
@@ -229,18 +229,21 @@ async def test_a_pre_set_cancel_signal_aborts_at_once(workspace):
 
 async def test_a_search_is_abandoned_when_superseded(workspace, monkeypatch):
     release = threading.Event()
+    walking = asyncio.Event()
+    loop = asyncio.get_running_loop()
     search = WorkspaceFileSearch(str(workspace))
     real_walk = search._walk
 
     def slow_walk(stop):
+        loop.call_soon_threadsafe(walking.set)
         release.wait()
         return real_walk(stop)
 
     monkeypatch.setattr(search, "_walk", slow_walk)
     cancel = asyncio.Event()
     pending = asyncio.ensure_future(search.search("alpha", cancel))
-    await asyncio.sleep(0)
-    assert not pending.done()
+    await walking.wait()
+    assert not pending.done()  # the walk is held
     cancel.set()
     with pytest.raises(FileSearchCancelled):
         await pending

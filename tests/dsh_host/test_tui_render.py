@@ -1,4 +1,4 @@
-"""Transcript rendering: display content, reference cards (spec 9.4, T4) and inert control text.
+"""Transcript rendering: display content, reference cards and inert control text.
 
 The transcript is built as a host builds it: the host's renderers from `dsh_host.builtins`, the
 compact and session-reference plugins' through the same hooks.
@@ -128,7 +128,7 @@ def test_card_entries_escape_controls_but_keep_line_feeds():
     assert reference_card(meta) == f"Referenced sessions · two\nlines (id{ESCAPED})"
 
 
-# --- T4: what the transcript shows ------------------------------------------------------------------------
+# --- what the transcript shows ----------------------------------------------------------------------------
 
 
 def test_a_user_message_shows_its_display_content_and_card_not_the_baked_snapshot():

@@ -1,4 +1,4 @@
-"""The submission flow of session-reference spec 9.3, driven without a terminal.
+"""The submission flow (compose, then send or abandon), driven without a terminal.
 
 The agent composes (`await agent.compose(text, signal=...)`); here a fake agent whose
 compositions the test settles by hand stands in for the `dsh_compose_message` hook.
@@ -63,12 +63,15 @@ class Agent:
         self.sent: list[tuple[list[Any], list[Any]]] = []
         self.steered: list[tuple[list[Any], list[Any]]] = []
         self.composing: list[tuple[str, asyncio.Event, asyncio.Future[Any]]] = []
+        self.asked = asyncio.Event()
+        """Set once a (`manual`) composition waits for the test to settle it."""
 
     async def compose(self, text, *, signal=None):
         if not self.manual:
             return Composition(text_blocks(text))
         outcome = asyncio.get_running_loop().create_future()
         self.composing.append((text, signal, outcome))
+        self.asked.set()
         return await outcome
 
     def resolve(self, readable: str) -> None:
@@ -205,7 +208,7 @@ async def test_a_composition_is_awaited_then_sent_with_its_contexts():
     task = h.type_and_submit(MENTION)
     assert h.submitter.preparing
     assert h.editor.text == ""
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     [(composed, signal, _)] = h.agent.composing
     assert composed == MENTION
     assert isinstance(signal, asyncio.Event) and not signal.is_set()
@@ -221,7 +224,7 @@ async def test_send_or_steer_is_decided_when_composition_settles():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.agent.status = "running"
     h.agent.resolve("use @Source chat")
     await task
@@ -233,7 +236,7 @@ async def test_a_duplicate_enter_while_composing_does_nothing():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     # The same value retyped and submitted again while the first one is pending.
     assert h.type_and_submit(MENTION) is None
     assert h.editor.text == MENTION
@@ -248,7 +251,7 @@ async def test_success_keeps_a_new_draft():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.editor.text = "new draft"
     h.agent.resolve("use @Source chat")
     await task
@@ -260,7 +263,7 @@ async def test_a_failed_composition_restores_the_input_and_shows_its_one_line():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit("keep @[Missing chat](dsh-session:Im1pc3Npbmci)")
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.agent.fail(DshError('Session reference failed: session "missing" not found'))
     await task
     assert h.agent.sent == []
@@ -273,7 +276,7 @@ async def test_a_failure_that_is_no_dsh_error_is_named():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.agent.fail(RuntimeError("delayed failure"))
     await task
     assert h.errors == ["Message not sent: RuntimeError('delayed failure')"]
@@ -283,7 +286,7 @@ async def test_failure_never_overwrites_a_new_draft():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.editor.text = "new draft"
     h.agent.fail(DshError("Session reference failed: delayed failure"))
     await task
@@ -295,7 +298,7 @@ async def test_abort_abandons_the_composition_and_restores_the_input():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     [(_, signal, _)] = h.agent.composing
     assert h.submitter.abort()
     assert signal.is_set()
@@ -313,7 +316,7 @@ async def test_dispose_abandons_the_composition_and_sends_nothing():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     signal = h.agent.composing[0][1]
     h.submitter.dispose()
     assert signal.is_set()
@@ -327,7 +330,7 @@ async def test_a_composition_settling_after_dispose_sends_nothing():
     h = Harness()
     h.agent.manual = True
     task = h.type_and_submit(MENTION)
-    await asyncio.sleep(0)
+    await h.agent.asked.wait()
     h.submitter.dispose()
     h.agent.resolve("use @Source chat")
     await task

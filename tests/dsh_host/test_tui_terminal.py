@@ -88,7 +88,9 @@ def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     title = terminal.title()
     assert title.startswith("dsh · ") and title != "pwned" and not any(ord(c) < 0x20 for c in title)
 
-    # Ctrl+C twice leaves, with a clean exit status.
+    # Ctrl+C twice leaves, with a clean exit status: once the turn has ended (a Ctrl+C while it
+    # still runs, writing its end, would cancel it instead).
+    terminal.wait_until(lambda: "running · Esc to cancel" not in terminal.screen(), "the turn to end")
     terminal.press("C-c")
     terminal.wait_for("Press Ctrl+C again to exit.")
     terminal.press("C-c")

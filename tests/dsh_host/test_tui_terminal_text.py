@@ -1,4 +1,4 @@
-"""Control-character and lone-surrogate escaping (session-reference spec 9.1) and JavaScript trimming."""
+"""Control-character and lone-surrogate escaping for the terminal, and JavaScript trimming."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host.jstext import JS_WHITESPACE, join_surrogate_pairs, js_trim
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.text import JS_WHITESPACE, join_surrogate_pairs, js_trim
 
 PROBE = "\x1b]2;title\x07\t\x7f\x9b31m"
 ESCAPED_PROBE = r"\x1b]2;title\x07\x09\x7f\x9b31m"

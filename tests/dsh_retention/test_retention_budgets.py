@@ -1,4 +1,4 @@
-"""Budget validation (spec compact-retention 10.1 and 11)."""
+"""Budget validation: each budget is a non-negative safe integer, named in the error."""
 
 from __future__ import annotations
 

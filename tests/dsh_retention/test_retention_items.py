@@ -1,4 +1,4 @@
-"""ItemRetainer (spec compact-retention 10.2 and 11)."""
+"""ItemRetainer: keeping the first items within an item budget and counting the rest."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""describe_omitted and format_retention_notice (spec compact-retention 10.1 and 11)."""
+"""describe_omitted and format_retention_notice: how what was omitted is described."""
 
 from __future__ import annotations
 

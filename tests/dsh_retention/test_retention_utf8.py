@@ -1,4 +1,4 @@
-"""JavaScript UTF-8 semantics: lone surrogates and the byte order mark (spec 10.6, 12)."""
+"""JavaScript UTF-8 semantics: lone surrogates and the byte order mark."""
 
 from __future__ import annotations
 

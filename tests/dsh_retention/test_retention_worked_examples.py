@@ -1,4 +1,5 @@
-"""Every row of the worked-example table (spec compact-retention 10.5)."""
+"""Head, tail and head-and-tail retention on a table of small cases: whole UTF-8 characters within
+byte budgets, what each push keeps, and what is omitted."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ TEXT_ROWS = {name: row for name, row in ROWS.items() if all(isinstance(p, str) f
 
 
 @pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
-def test_streaming_row(row: Row) -> None:
+def test_a_streaming_retainer_keeps_whole_characters_within_its_byte_budgets(row: Row) -> None:
     retainer = row.retainer()
     decisions = [retainer.push(chunk) for chunk in row.pushes]
     result = retainer.finish()
@@ -70,7 +71,7 @@ def test_streaming_row(row: Row) -> None:
 
 
 @pytest.mark.parametrize("row", TEXT_ROWS.values(), ids=TEXT_ROWS.keys())
-def test_one_shot_row(row: Row) -> None:
+def test_one_shot_retention_gives_what_the_streaming_retainer_gives(row: Row) -> None:
     result = retain_head_tail("".join(row.pushes), row.head, row.tail)
 
     assert (result.text, result.omitted) == (row.text, row.omitted)

@@ -1,8 +1,10 @@
-"""Session-reference fixtures: the spec's fixture log (on dsh_host.testing's `LogBuilder`) and hosts."""
+"""Session-reference fixtures: a compacted conversation log (on dsh_host.testing's `LogBuilder`) and hosts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import gc
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -11,6 +13,40 @@ from dsh_host import Host
 from dsh_host.testing import HostFactory, LogBuilder
 
 L = LogBuilder
+
+
+@pytest.fixture
+async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
+    """Everything the running loop's exception handler is asked to report during the test.
+
+    "Task exception was never retrieved" and "Future exception was never retrieved" go through
+    this handler when the unobserved future is collected (see `unreported_errors`).
+    """
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    yield errors
+    loop.set_exception_handler(previous)
+
+
+async def unreported_errors(errors: list[dict[str, Any]]) -> list[str]:
+    """The messages in `errors` (from `loop_errors`) once every other task of the loop is done and
+    garbage is collected.
+
+    A failed task nobody looked at is reported only when it is collected. Waiting for every task
+    first (the done-callbacks they already had, such as the one that consumes an abandoned
+    outcome, run before this wait's own) makes that report certain, however many loop rounds the
+    abandoned work needed to finish.
+    """
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        await asyncio.wait(others)
+    del others  # a task still referenced here could not be collected, so never reported
+    gc.collect()
+    return [str(context.get("message")) for context in errors]
+
+
 COMPACT = L.plugin("compact")
 GOAL = L.plugin("goal")
 WORKSPACE = L.plugin("workspace")
@@ -21,7 +57,7 @@ log-only, and every other event appended itself."""
 
 
 def conversation() -> list[dict[str, Any]]:
-    """The spec's ``appendConversation`` log, seqs 0-13 (§10.1), built with dsh_host.testing's `LogBuilder`."""
+    """A compacted conversation, seqs 0-13, built with dsh_host.testing's `LogBuilder`."""
     return [
         L.user(0, "old user"),
         L.assistant(1, "old assistant"),

@@ -1,4 +1,4 @@
-"""`SessionReferenceService.list_candidates`: the spec's D1a-D1d, title matching, errors.
+"""`SessionReferenceService.list_candidates`: ranking, query and limit, title matching, errors.
 
 Our service matches the query against the id, the cwd and the latest title (the reference
 matched id and cwd only), and labels a candidate with its latest title when it has one.
@@ -7,9 +7,7 @@ matched id and cwd only), and labels a candidate with its latest title when it h
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,19 +22,20 @@ from dsh_host.session.session import Session
 from dsh_session_reference import ErrorCode, SessionReferenceError, SessionReferenceService
 from dsh_session_reference.candidates import Candidate, rank_candidates
 from dsh_session_reference.terminal import candidate_completion
+from tests.dsh_session_reference.conftest import unreported_errors
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
 
 # id, cwd, createdAt, titles (oldest first)
-D1_SESSIONS: list[tuple[str, str | None, int, tuple[str, ...]]] = [
+CANDIDATE_SESSIONS: list[tuple[str, str | None, int, tuple[str, ...]]] = [
     ("target", "/same", 10, ()),
     ("other", "/else", 40, ()),
     ("none", None, 30, ()),
     ("same", "/same", 20, ()),
     ("same-later", "/same", 25, ("Older title", "Latest title")),
 ]
-D1A_EXPECTED = [
+RANKED_CANDIDATES = [
     {"sessionId": "same-later", "label": "Latest title", "cwd": "/same", "createdAt": 25},
     {"sessionId": "same", "label": "same", "cwd": "/same", "createdAt": 20},
     {"sessionId": "none", "label": "none", "createdAt": 30},
@@ -71,14 +70,14 @@ def as_json(candidates: list[Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("where", ["live", "store"])
-async def test_d1a_ranking_same_cwd_then_no_cwd_then_others(make_host, where: str) -> None:
+async def test_ranking_same_cwd_then_no_cwd_then_others(make_host, where: str) -> None:
     host = make_host()
-    add_sessions(host, where, D1_SESSIONS)
+    add_sessions(host, where, CANDIDATE_SESSIONS)
     target = await target_of(host, where)
 
     found = await host.services.session_references.list_candidates(target)
 
-    assert as_json(found) == D1A_EXPECTED
+    assert as_json(found) == RANKED_CANDIDATES
     assert [list(c) for c in as_json(found)] == [
         ["sessionId", "label", "cwd", "createdAt"],
         ["sessionId", "label", "cwd", "createdAt"],
@@ -89,16 +88,16 @@ async def test_d1a_ranking_same_cwd_then_no_cwd_then_others(make_host, where: st
 
 
 @pytest.mark.parametrize("where", ["live", "store"])
-async def test_d1b_query_matches_cwd_and_limit_cuts(make_host, where: str) -> None:
+async def test_the_query_matches_the_cwd_and_the_limit_cuts(make_host, where: str) -> None:
     host = make_host()
-    add_sessions(host, where, D1_SESSIONS)
+    add_sessions(host, where, CANDIDATE_SESSIONS)
     target = await target_of(host, where)
     service = host.services.session_references
 
     assert as_json(await service.list_candidates(target, "els", 1)) == [
         {"sessionId": "other", "label": "other", "cwd": "/else", "createdAt": 40}
     ]
-    assert as_json(await service.list_candidates(target, "ELS", limit=5)) == [D1A_EXPECTED[3]]
+    assert as_json(await service.list_candidates(target, "ELS", limit=5)) == [RANKED_CANDIDATES[3]]
     assert [c.session_id for c in await service.list_candidates(target, "same")] == ["same-later", "same"]
     assert [c.session_id for c in await service.list_candidates(target, "", 2)] == ["same-later", "same"]
     assert await service.list_candidates(target, "nothing matches this") == []
@@ -107,20 +106,20 @@ async def test_d1b_query_matches_cwd_and_limit_cuts(make_host, where: str) -> No
 @pytest.mark.parametrize("where", ["live", "store"])
 async def test_query_matches_the_latest_title_only(make_host, where: str) -> None:
     host = make_host()
-    add_sessions(host, where, D1_SESSIONS)
+    add_sessions(host, where, CANDIDATE_SESSIONS)
     target = await target_of(host, where)
     service = host.services.session_references
 
-    assert as_json(await service.list_candidates(target, "latest")) == [D1A_EXPECTED[0]]
-    assert as_json(await service.list_candidates(target, "LATEST TI")) == [D1A_EXPECTED[0]]
+    assert as_json(await service.list_candidates(target, "latest")) == [RANKED_CANDIDATES[0]]
+    assert as_json(await service.list_candidates(target, "LATEST TI")) == [RANKED_CANDIDATES[0]]
     # Only the latest title counts.
     assert await service.list_candidates(target, "older") == []
 
 
 @pytest.mark.parametrize("limit", [0, -1, 1.5, True, "1", 2**53])
-async def test_d1c_invalid_limit(make_host, limit: Any) -> None:
+async def test_an_invalid_limit_is_refused(make_host, limit: Any) -> None:
     host = make_host()
-    add_sessions(host, "live", D1_SESSIONS)
+    add_sessions(host, "live", CANDIDATE_SESSIONS)
     with pytest.raises(SessionReferenceError) as info:
         await host.services.session_references.list_candidates(host.sessions.get("target"), "", limit)
     assert info.value.code == ErrorCode.INVALID_REFERENCE
@@ -129,7 +128,7 @@ async def test_d1c_invalid_limit(make_host, limit: Any) -> None:
 
 async def test_limit_none_means_the_configured_default(make_host) -> None:
     host = make_host(candidate_limit=2)
-    add_sessions(host, "live", D1_SESSIONS)
+    add_sessions(host, "live", CANDIDATE_SESSIONS)
     service = host.services.session_references
     target = host.sessions.get("target")
     assert [c.session_id for c in await service.list_candidates(target)] == ["same-later", "same"]
@@ -143,7 +142,7 @@ async def test_target_without_cwd_puts_cwdless_sessions_first(make_host) -> None
         host,
         "store",
         [
-            *D1_SESSIONS,
+            *CANDIDATE_SESSIONS,
             ("target-nowhere", None, 5, ()),
             ("none-older", None, 1, ()),
             ("b-tie", "/tie", 40, ()),
@@ -168,26 +167,14 @@ class HangingQuery:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.called = asyncio.Event()
         self.release = asyncio.Event()
-        self.finished = asyncio.Event()
 
     async def search_candidates(self, query: str, **_: Any) -> list[SessionRecord]:
         self.calls += 1
-        try:
-            await self.release.wait()
-            raise RuntimeError("listing failed after all")
-        finally:
-            self.finished.set()
-
-
-@pytest.fixture
-async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    yield errors
-    loop.set_exception_handler(previous)
+        self.called.set()
+        await self.release.wait()
+        raise RuntimeError("listing failed after all")
 
 
 def cancel_signal(reason: str, *, set_: bool = False) -> asyncio.Event:
@@ -201,32 +188,25 @@ def cancel_signal(reason: str, *, set_: bool = False) -> asyncio.Event:
 TARGET = SessionHeader(id="target", created_at=0, cwd="/same")
 
 
-async def test_d1d_cancel_wins_over_a_listing_that_never_settles(loop_errors: list[dict[str, Any]]) -> None:
+async def test_a_cancel_wins_over_a_listing_that_never_settles(loop_errors: list[dict[str, Any]]) -> None:
     query = HangingQuery()
     service = SessionReferenceService(query)
     cancel = cancel_signal("autocomplete superseded")
     task = asyncio.ensure_future(service.list_candidates(TARGET, "x", None, cancel))
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert query.calls == 1 and not task.done()
+    await query.called.wait()
+    assert query.calls == 1 and not task.done()  # the listing holds it
 
     cancel.set()
-    for _ in range(50):
-        if task.done():
-            break
-        await asyncio.sleep(0)
-    assert task.done() and not query.release.is_set()
+    await asyncio.wait({task})
+    assert not query.release.is_set()
     with pytest.raises(SessionReferenceError) as info:
         await task
     assert info.value.code == ErrorCode.CANCELLED
     assert info.value.cause == "autocomplete superseded"
+    del info, task  # the error's traceback holds the abandoned listing, which must be collectable
 
     query.release.set()
-    await query.finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    gc.collect()
-    assert loop_errors == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_already_cancelled_lists_nothing_but_limit_is_checked_first() -> None:
@@ -261,13 +241,13 @@ async def test_listing_errors_propagate_unwrapped(with_signal: bool) -> None:
 
 async def test_candidates_never_include_the_target_and_accept_any_target_shape(make_host) -> None:
     host = make_host()
-    add_sessions(host, "live", D1_SESSIONS)
+    add_sessions(host, "live", CANDIDATE_SESSIONS)
     service = host.services.session_references
     session = host.sessions.get("target")
     for target in (session, session.header, await host.services.session_query.read_header("target")):
         found = await service.list_candidates(target, "target")
         assert found == []
-        assert as_json(await service.list_candidates(target)) == D1A_EXPECTED
+        assert as_json(await service.list_candidates(target)) == RANKED_CANDIDATES
 
 
 async def test_label_is_the_title_even_when_empty(make_host) -> None:
@@ -330,7 +310,7 @@ def stored_chat(host: Host, session_id: str, cwd: str | None, created_at: int, p
 
 async def test_body_matches_carry_a_snippet_and_rank_after_name_matches(make_host) -> None:
     host = make_host()
-    add_sessions(host, "store", D1_SESSIONS)
+    add_sessions(host, "store", CANDIDATE_SESSIONS)
     stored_chat(host, "fixer", "/same", 1, "we fixed the migration bug in the else branch")
     target = await target_of(host, "store")
 

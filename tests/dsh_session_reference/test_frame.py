@@ -51,7 +51,7 @@ def test_prefix_and_suffix_bytes() -> None:
     assert utf8_length(PROMPT_SUFFIX) == 23
 
 
-def test_s1_golden_prompt(log_builder: type[LogBuilder]) -> None:
+def test_a_compacted_source_renders_its_exact_prompt(log_builder: type[LogBuilder]) -> None:
     log = [
         log_builder.user(0, "SHADOWED OLD USER"),
         log_builder.assistant(1, "SHADOWED OLD ASSISTANT"),
@@ -75,7 +75,7 @@ def test_s1_golden_prompt(log_builder: type[LogBuilder]) -> None:
     )
 
 
-def test_p3_hostile_text_cannot_close_the_tag() -> None:
+def test_hostile_text_cannot_close_the_tag() -> None:
     prompt = render_prompt([single("source", HOSTILE)])
     assert prompt.startswith("## Referenced sessions\n")
     assert prompt.count(CLOSE_TAG) == 1
@@ -119,7 +119,7 @@ def test_the_model_visible_json_has_no_statistics() -> None:
     assert list(data[0]) == ["sessionId", "label", "cwd", "capturedThroughSeq", "conversation"]
 
 
-def test_p5_context_reports_the_cut(log_builder: type[LogBuilder]) -> None:
+def test_the_context_reports_the_cut(log_builder: type[LogBuilder]) -> None:
     log = [*conversation(), log_builder.assistant(14, "latest-" + "界" * 400)]
     surface = log_builder.surface(log, (*FIXTURE_SURFACE_SEQS, 14))
     retained = retain_source(project_surface(log_builder.header("source", cwd=None), 14, surface), "source", 360)
@@ -142,7 +142,7 @@ def test_p5_context_reports_the_cut(log_builder: type[LogBuilder]) -> None:
     }
 
 
-def test_p6_three_sources_share_one_prompt_with_independent_budgets(log_builder: type[LogBuilder]) -> None:
+def test_three_sources_share_one_prompt_with_independent_budgets(log_builder: type[LogBuilder]) -> None:
     retained = []
     for session_id in ("one", "two", "three"):
         events = [

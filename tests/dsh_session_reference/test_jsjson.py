@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import join_surrogate_pairs
+from dsh_host.text import join_surrogate_pairs
 from dsh_session_reference.jsjson import js_number, js_stringify, tag_safe_json
 
 ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None))

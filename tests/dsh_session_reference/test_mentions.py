@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import join_surrogate_pairs
+from dsh_host.text import join_surrogate_pairs
 from dsh_session_reference import (
     ErrorCode,
     ParsedText,
@@ -50,7 +50,7 @@ def test_format_mention(session_id: str, label: str | None, expected: str) -> No
     assert format_mention(session_id, label) == expected
 
 
-def test_u1c_default_label_is_the_escaped_id() -> None:
+def test_the_default_label_is_the_escaped_id() -> None:
     mention = format_mention(UNICODE_ID)
     escaped = UNICODE_ID.replace("\\", "\\\\").replace("]", "\\]")
     assert mention == f"@[{escaped}]({encode_uri(UNICODE_ID)})"
@@ -89,14 +89,14 @@ def test_parse_text_table(text: str, expected_text: str, references: list[Sessio
     assert parse_text(text) == ParsedText(expected_text, references)
 
 
-def test_u1b_explicit_and_bare_mentions() -> None:
+def test_explicit_and_bare_mentions_are_both_parsed() -> None:
     text = f"compare {format_mention(UNICODE_ID, '源]会话')} and {encode_uri(UNICODE_ID)}"
     assert parse_text(text) == ParsedText(
         f"compare @源]会话 and @{UNICODE_ID}", [ref(UNICODE_ID, "源]会话"), ref(UNICODE_ID, UNICODE_ID)]
     )
 
 
-def test_u1d_trailing_punctuation_stays() -> None:
+def test_trailing_punctuation_stays_outside_the_mention() -> None:
     uri = encode_uri(UNICODE_ID)
     assert parse_text(f"see {uri}. and `{uri}`") == ParsedText(
         f"see @{UNICODE_ID}. and `@{UNICODE_ID}`", [ref(UNICODE_ID, UNICODE_ID)] * 2
@@ -106,8 +106,8 @@ def test_u1d_trailing_punctuation_stays() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "see dsh-session:IiJ",  # U2b: bare, base64url-shaped, not canonical
-        "@[bad](dsh-session:%%%)",  # U2c: explicit, malformed
+        "see dsh-session:IiJ",  # bare, base64url-shaped, not canonical
+        "@[bad](dsh-session:%%%)",  # explicit, malformed
         "@[x](dsh-session:)",
         f"@[x]({U}\x1c)",  # \x1c is not JS whitespace, so it belongs to the URI
         f"@[x]({U}\x85)",

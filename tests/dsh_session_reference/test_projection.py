@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import SessionHeader, SurfaceText, join_surrogate_pairs
+from dsh_host import SessionHeader, SurfaceText
+from dsh_host.text import join_surrogate_pairs
 from dsh_retention import utf8_length
 from dsh_session_reference.frame import build_meta
 from dsh_session_reference.jsjson import js_stringify
@@ -26,7 +27,7 @@ def fixture_projection(log_builder: type[LogBuilder]) -> ProjectedSource:
     return project_surface(log_builder.header("source", cwd="/source"), 13, surface)
 
 
-def test_p1_fixture_projects_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
+def test_a_surface_projects_to_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
     assert fixture_projection(log_builder) == ProjectedSource.of(
         "source",
         "/source",
@@ -40,7 +41,7 @@ def test_p1_fixture_projects_human_checkpoint_and_assistant_text(log_builder: ty
     )
 
 
-def test_p1_golden_meta(log_builder: type[LogBuilder]) -> None:
+def test_the_meta_of_a_projection_is_exact_json(log_builder: type[LogBuilder]) -> None:
     retained = retain_source(fixture_projection(log_builder), "source", 65536)
     assert js_stringify(build_meta([retained])) == (
         '{"kind":"session-reference","version":1,"references":[{"sessionId":"source","label":"source",'
@@ -49,7 +50,7 @@ def test_p1_golden_meta(log_builder: type[LogBuilder]) -> None:
     )
 
 
-def test_p2_prompt_with_baked_snapshot_contributes_only_its_display_content(log_builder: type[LogBuilder]) -> None:
+def test_a_prompt_with_a_baked_snapshot_contributes_only_its_display_content(log_builder: type[LogBuilder]) -> None:
     envelope = {
         "displayContent": [log_builder.text("direct source question")],
         "prefixContexts": [

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from dsh_host import DshError
 from dsh_host.host import Host
+from dsh_host.session.check import resume_refusal
 from dsh_host.session.events import Event
 from dsh_host.session.jsonl import ParsedLog, read_log_file
 from dsh_host.session.surface import fold
@@ -116,7 +118,12 @@ async def test_reference_log_snapshot_holds_its_surface_text(host: Host, referen
     assert source["conversation"] == expected
 
     # Resumed, the session is answered from memory: the same projection of its (possibly
-    # repaired: resuming closes a turn a crash left open) log.
+    # repaired: resuming closes a turn a crash left open) log. A log from before provider
+    # routing cannot be resumed: it is referenced from the store only.
+    if resume_refusal(parsed.header, parsed.events) is not None:
+        with pytest.raises(DshError, match="cannot be resumed"):
+            await host.sessions.resume(parsed.header.id)
+        return
     live = await host.sessions.resume(parsed.header.id)
     again = await service.prepare(
         target, [{"type": "text", "text": f"see @{label}"}], [{"sessionId": parsed.header.id, "label": label}]

@@ -45,7 +45,7 @@ def stats_dict(stats: RetentionStats) -> dict[str, Any]:
     }
 
 
-def test_truncate_alphabet_golden() -> None:
+def test_truncate_keeps_a_head_and_a_tail_and_counts_the_omitted_bytes() -> None:
     result = truncate_with_notice(ALPHABET * 4, 60)
     assert result == TruncatedText("abcdefghijklmn" + "nopqrstuvwxyz" + "\n[… omitted 77 UTF-8 bytes …]", 77)
     assert utf8_length(result.text) == 60
@@ -73,7 +73,7 @@ def p5_source(log_builder: type[LogBuilder]) -> ProjectedSource:
     return project_surface(log_builder.header("source", cwd=None), 14, surface)
 
 
-def test_p5_checkpoint_kept_old_messages_dropped_newest_truncated(log_builder: type[LogBuilder]) -> None:
+def test_the_checkpoint_is_kept_old_messages_dropped_and_the_newest_truncated(log_builder: type[LogBuilder]) -> None:
     retained = retain_source(p5_source(log_builder), "source", 360)
     text = serialized(retained)
     assert text == (
@@ -96,7 +96,7 @@ def test_p5_checkpoint_kept_old_messages_dropped_newest_truncated(log_builder: t
     ("session_id", "size", "wide_count", "omitted"),
     [("one", 358, 58, 1026), ("two", 358, 58, 1026), ("three", 360, 56, 1032)],
 )
-def test_p6_each_source_fits_its_own_budget(
+def test_each_source_fits_its_own_budget(
     log_builder: type[LogBuilder], session_id: str, size: int, wide_count: int, omitted: int
 ) -> None:
     events = [
@@ -119,7 +119,7 @@ def test_p6_each_source_fits_its_own_budget(
     }
 
 
-def test_p7_fixed_fields_that_cannot_fit(log_builder: type[LogBuilder]) -> None:
+def test_fixed_fields_that_cannot_fit_exceed_the_budget(log_builder: type[LogBuilder]) -> None:
     empty = project_surface(log_builder.header("source", cwd=None), None, [])
     assert utf8_length(tag_safe_json(source_data("source", "source", None, None, ()))) > 16
     with pytest.raises(SessionReferenceError) as caught:

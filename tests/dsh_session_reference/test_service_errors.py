@@ -1,10 +1,9 @@
-"""`prepare` failures in the spec's order (P4), cancellation, and service configuration (C1)."""
+"""`prepare` failures in the order they are checked, cancellation, and service configuration."""
 
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from dsh_session_reference import (
     SessionReferenceService,
     render_error_chain,
 )
-from tests.dsh_session_reference.conftest import MakeHost
+from tests.dsh_session_reference.conftest import MakeHost, unreported_errors
 
 # Its logs are built by hand (turnless fixtures, reference logs, broken logs on purpose), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -77,36 +76,7 @@ def signal(reason: str | None = None, *, set_: bool = False) -> asyncio.Event:
     return event
 
 
-@pytest.fixture
-async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
-    """Everything the running loop's exception handler is asked to report during the test.
-
-    "Task exception was never retrieved" and "Future exception was never retrieved" go through
-    this handler when the unobserved future is collected, so a `gc.collect()` flushes them.
-    """
-    loop = asyncio.get_running_loop()
-    errors: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    yield errors
-    loop.set_exception_handler(previous)
-
-
-async def settle(condition: Callable[[], bool], rounds: int = 50) -> None:
-    """Yield to the loop until `condition()` holds, without relying on wall-clock time."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    assert condition(), "the condition did not hold after yielding to the loop"
-
-
-def errors_after_gc(errors: list[dict[str, Any]]) -> list[str]:
-    gc.collect()
-    return [str(context.get("message")) for context in errors]
-
-
-# --- P4 on a real host ---------------------------------------------------------------------------
+# --- failures on a real host ----------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -137,7 +107,7 @@ async def expect_error(awaitable: Awaitable[Any], code: str, message: str | None
     return info.value
 
 
-async def test_p4_no_references_returns_a_copy_and_no_context(host: Host) -> None:
+async def test_no_references_returns_a_copy_and_no_context(host: Host) -> None:
     content = [text("nothing to see"), {"type": "image", "data": "xyz", "nested": [1, {"a": None}]}]
     prepared = await host.services.session_references.prepare(host.sessions.get("target"), content, [])
     assert prepared.content == content
@@ -147,12 +117,12 @@ async def test_p4_no_references_returns_a_copy_and_no_context(host: Host) -> Non
     assert prepared.to_json() == {"content": content, "contexts": []}
 
 
-async def test_p4_no_references_skips_the_cancellation_check(host: Host) -> None:
+async def test_no_references_skips_the_cancellation_check(host: Host) -> None:
     prepared = await prepare(host, [], signal("host cancelled", set_=True))
     assert prepared.contexts == []
 
 
-async def test_p4_duplicates_keep_the_first_label(host: Host) -> None:
+async def test_duplicate_references_keep_the_first_label(host: Host) -> None:
     refs = [
         {"sessionId": "one", "label": "first"},
         {"sessionId": "one", "label": "ignored duplicate"},
@@ -168,7 +138,7 @@ async def test_p4_duplicates_keep_the_first_label(host: Host) -> None:
     assert '"label":"first"' in prompt and "ignored duplicate" not in prompt
 
 
-async def test_p4_self_reference(host: Host) -> None:
+async def test_a_self_reference_is_refused(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": "target"}]),
         ErrorCode.SELF_REFERENCE,
@@ -203,17 +173,17 @@ async def test_p4_self_reference(host: Host) -> None:
         ),
     ],
 )
-async def test_p4_invalid_references(host: Host, reference: Any, message: str) -> None:
+async def test_invalid_references_are_refused(host: Host, reference: Any, message: str) -> None:
     await expect_error(prepare(host, [reference]), ErrorCode.INVALID_REFERENCE, message)
 
 
-async def test_p4_later_duplicates_are_still_validated(host: Host) -> None:
+async def test_later_duplicates_are_still_validated(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": "one"}, {"sessionId": "one", "label": 5}]), ErrorCode.INVALID_REFERENCE
     )
 
 
-async def test_p4_per_entry_checks_run_in_order_and_beat_too_many(host: Host) -> None:
+async def test_per_entry_checks_run_in_order_and_beat_too_many(host: Host) -> None:
     await expect_error(prepare(host, [None, {"sessionId": "target"}]), ErrorCode.INVALID_REFERENCE)
     await expect_error(prepare(host, [{"sessionId": "target"}, None]), ErrorCode.SELF_REFERENCE)
     too_many_then_self = [{"sessionId": s} for s in ("one", "two", "three", "target")]
@@ -221,7 +191,7 @@ async def test_p4_per_entry_checks_run_in_order_and_beat_too_many(host: Host) ->
     await expect_error(prepare(host, [*too_many_then_self[:3], 5]), ErrorCode.INVALID_REFERENCE)
 
 
-async def test_p4_too_many_before_any_read() -> None:
+async def test_too_many_references_fail_before_any_read() -> None:
     query = ScriptedQuery()
     service = SessionReferenceService(query, max_references=2)
     refs = [{"sessionId": s} for s in ("one", "two", "three")]
@@ -235,7 +205,7 @@ async def test_p4_too_many_before_any_read() -> None:
     await service.prepare(TARGET, [text("q")], [*refs[:2], {"sessionId": "one"}])
 
 
-async def test_p4_too_many_on_the_host(host: Host) -> None:
+async def test_too_many_references_fail_on_the_host(host: Host) -> None:
     await expect_error(
         prepare(host, [{"sessionId": s} for s in ("one", "two", "three")]),
         ErrorCode.TOO_MANY,
@@ -243,7 +213,7 @@ async def test_p4_too_many_on_the_host(host: Host) -> None:
     )
 
 
-async def test_p4_missing_source_fails_the_read(host: Host) -> None:
+async def test_a_missing_source_fails_the_read(host: Host) -> None:
     error = await expect_error(
         prepare(host, [{"sessionId": "one"}, {"sessionId": "missing"}]),
         ErrorCode.READ_FAILED,
@@ -257,7 +227,7 @@ async def test_p4_missing_source_fails_the_read(host: Host) -> None:
 
 
 @pytest.mark.parametrize("with_signal", [False, True])
-async def test_p4_a_failing_read_is_read_failed(with_signal: bool) -> None:
+async def test_a_failing_read_is_read_failed(with_signal: bool) -> None:
     failure = RuntimeError("non-error read failure")
 
     async def fail(_: str) -> SurfaceSnapshot:
@@ -273,7 +243,7 @@ async def test_p4_a_failing_read_is_read_failed(with_signal: bool) -> None:
     assert error.cause is failure
 
 
-async def test_p4_first_failure_wins_and_other_failures_stay_quiet(loop_errors: list[dict[str, Any]]) -> None:
+async def test_the_first_read_failure_wins_and_other_failures_stay_quiet(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
     finished = asyncio.Event()
 
@@ -294,13 +264,10 @@ async def test_p4_first_failure_wins_and_other_failures_stay_quiet(loop_errors: 
         "failed to read referenced session: first failure",
     )
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
-async def test_p4_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
+async def test_a_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
     cancel = signal("cancelled during read")
 
     async def abort_then_fail(_: str) -> SurfaceSnapshot:
@@ -316,7 +283,7 @@ async def test_p4_cancel_during_a_read_that_then_fails_is_cancelled() -> None:
     assert error.cause == "cancelled during read"
 
 
-async def test_p4_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[dict[str, Any]]) -> None:
+async def test_a_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
     started = asyncio.Event()
     finished = asyncio.Event()
@@ -337,70 +304,57 @@ async def test_p4_cancel_wins_over_a_read_that_never_finishes(loop_errors: list[
         service.prepare(TARGET, [text("q")], [{"sessionId": "quick"}, {"sessionId": "slow"}], cancel)
     )
     await started.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert not task.done()
+    assert not task.done()  # the slow read holds it
     cancel.set()
-    await settle(task.done)
+    await asyncio.wait({task})
     assert not release.is_set() and not finished.is_set()
     error = await expect_error(task, ErrorCode.CANCELLED, CANCELLED_MESSAGE)
     assert error.cause == "cancelled while storage remained pending"
+    del error, task  # the error's traceback holds the abandoned read, which must be collectable
 
     # The abandoned read settles later, harmlessly.
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_abandoned_read_that_succeeds_late_is_ignored(loop_errors: list[dict[str, Any]]) -> None:
     release = asyncio.Event()
-    reads: list[str] = []
+    reading = asyncio.Event()
 
     async def slow(session_id: str) -> SurfaceSnapshot:
-        reads.append(session_id)
+        reading.set()
         await release.wait()
         return snapshot(session_id)
 
     service = SessionReferenceService(ScriptedQuery(slow))
     cancel = signal("superseded")
     task = asyncio.ensure_future(service.prepare(TARGET, [text("q")], [{"sessionId": "one"}], cancel))
-    await settle(lambda: bool(reads))
+    await reading.wait()
     cancel.set()
     await expect_error(task, ErrorCode.CANCELLED)
     release.set()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_caller_cancelled_while_reads_hang_leaves_no_unretrieved_error(
     loop_errors: list[dict[str, Any]],
 ) -> None:
     release = asyncio.Event()
-    finished = asyncio.Event()
-    reads: list[str] = []
+    reading = asyncio.Event()
 
     async def hang(session_id: str) -> SurfaceSnapshot:
-        reads.append(session_id)
-        try:
-            await release.wait()
-            raise RuntimeError("late failure")
-        finally:
-            finished.set()
+        reading.set()
+        await release.wait()
+        raise RuntimeError("late failure")
 
     service = SessionReferenceService(ScriptedQuery(hang))
     task = asyncio.ensure_future(service.prepare(TARGET, [text("q")], [{"sessionId": "one"}], signal()))
-    await settle(lambda: bool(reads))
+    await reading.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     release.set()
-    await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert errors_after_gc(loop_errors) == []
+    assert await unreported_errors(loop_errors) == []
 
 
 async def test_unretrieved_errors_are_detected(loop_errors: list[dict[str, Any]]) -> None:
@@ -410,12 +364,12 @@ async def test_unretrieved_errors_are_detected(loop_errors: list[dict[str, Any]]
         raise RuntimeError("nobody looks at me")
 
     task = asyncio.ensure_future(boom())
-    await settle(task.done)
+    await asyncio.wait({task})  # done, and its exception never looked at
     del task
-    assert any("never retrieved" in message for message in errors_after_gc(loop_errors))
+    assert any("never retrieved" in message for message in await unreported_errors(loop_errors))
 
 
-async def test_p4_already_cancelled_signal_reads_nothing() -> None:
+async def test_an_already_cancelled_signal_reads_nothing() -> None:
     query = ScriptedQuery()
     service = SessionReferenceService(query)
     error = await expect_error(
@@ -435,7 +389,7 @@ async def test_validation_precedes_cancellation() -> None:
     await expect_error(service.prepare(TARGET, [], [{"sessionId": "a"}, {"sessionId": "b"}], done), ErrorCode.TOO_MANY)
 
 
-async def test_p4_already_cancelled_on_the_host(host: Host) -> None:
+async def test_an_already_cancelled_signal_reads_nothing_on_the_host(host: Host) -> None:
     await expect_error(prepare(host, [{"sessionId": "one"}], signal("host cancelled", set_=True)), ErrorCode.CANCELLED)
 
 
@@ -445,7 +399,7 @@ async def test_a_fresh_signal_does_not_change_the_result(host: Host) -> None:
     assert with_signal.to_json() == without.to_json()
 
 
-# --- C1: configuration -----------------------------------------------------------------------------
+# --- configuration ---------------------------------------------------------------------------------
 
 
 def make_service(**config: Any) -> SessionReferenceService:
@@ -484,14 +438,14 @@ def make_service(**config: Any) -> SessionReferenceService:
         ),
     ],
 )
-def test_c1_invalid_config(config: dict[str, Any], message: str) -> None:
+def test_an_invalid_service_configuration_is_refused(config: dict[str, Any], message: str) -> None:
     with pytest.raises(SessionReferenceError) as info:
         make_service(**config)
     assert info.value.code == ErrorCode.INVALID_CONFIG
     assert str(info.value) == message
 
 
-def test_c1_defaults_and_limits() -> None:
+def test_service_configuration_defaults_and_limits() -> None:
     service = make_service()
     assert (service.max_references, service.candidate_limit, service.max_reference_bytes) == (3, 50, 65536)
     big = make_service(max_references=1, candidate_limit=2**53 - 1, max_reference_bytes=2**53 - 1)

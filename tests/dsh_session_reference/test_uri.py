@@ -1,4 +1,4 @@
-"""Canonical session URIs: golden encodings, strict decoding, round trips."""
+"""Canonical session URIs: known encodings, strict decoding, round trips."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_host import join_surrogate_pairs
+from dsh_host.text import join_surrogate_pairs
 from dsh_session_reference import SCHEME, ErrorCode, SessionReferenceError, decode_uri, encode_uri
 from dsh_session_reference.errors import render_error_chain
 
@@ -42,30 +42,30 @@ def test_scheme() -> None:
 
 
 @pytest.mark.parametrize(("session_id", "uri"), URI_TABLE)
-def test_golden_uris(session_id: str, uri: str) -> None:
+def test_known_ids_encode_to_their_canonical_uris_and_back(session_id: str, uri: str) -> None:
     assert encode_uri(session_id) == uri
     assert decode_uri(uri) == session_id
 
 
-def test_u1a_unicode_id_round_trips() -> None:
+def test_a_unicode_id_round_trips() -> None:
     session_id = 'unicode/引号"/slash\\/line\n'
     assert decode_uri(encode_uri(session_id)) == session_id
 
 
-def test_u2a_other_schemes_are_rejected_without_cause() -> None:
+def test_other_schemes_are_rejected_without_cause() -> None:
     error = invalid("https://example.test")
     assert error.message == 'invalid session reference URI "https://example.test"'
     assert error.cause is None
 
 
-def test_u2d_decoded_value_must_be_a_string() -> None:
+def test_the_decoded_value_must_be_a_string() -> None:
     assert uri_of_json('{"id":"x"}') == "dsh-session:eyJpZCI6IngifQ"
     error = invalid("dsh-session:eyJpZCI6IngifQ")
     assert isinstance(error.cause, TypeError)
     assert str(error.cause) == "decoded session id is not a string"
 
 
-def test_u2e_non_canonical_trailing_bits() -> None:
+def test_non_canonical_trailing_bits_are_rejected() -> None:
     error = invalid("dsh-session:IiJ")
     assert error.message == 'invalid session reference URI "dsh-session:IiJ"'
     assert str(error.cause) == "URI is not canonical"

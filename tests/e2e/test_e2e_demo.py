@@ -30,7 +30,7 @@ PROMPT = "Using @storage decisions, what did we decide about storage, and why?"
 
 
 def _surface_projection(surface: list[dict]) -> list[dict[str, str]]:
-    """The conversation the spec's 5.2 projects from a surface (user, compact checkpoint, assistant)."""
+    """The conversation a reference projects from a surface (user, compact checkpoint, assistant)."""
     out = []
     for event in surface:
         data = event["data"]

@@ -1,12 +1,13 @@
-"""The seed's keyless scenario (spec 10.3 S1) through the real agent loop, with golden bytes.
+"""A session reference through the real agent loop, keyless, with the exact bytes of the prompt.
 
 A source session whose old user and assistant messages were replaced by a compaction
 checkpoint is stored in SQLite; a target session created by the registry mentions it; the
 session-reference service parses and prepares the typed text; the real agent sends it to a
 scripted model that refuses any request whose last message is not [snapshot, delimiter,
-prompt]. The captured request's snapshot is compared byte for byte with the spec's 7.3 golden
-full prompt. Afterwards the source grows, is compacted again and is deleted: the target's
-stored log and every request rebuilt from it stay exactly as they were.
+prompt]. The captured request's snapshot is compared byte for byte with the full prompt the
+reference implementation sends for the same source. Afterwards the source grows, is compacted
+again and is deleted: the target's stored log and every request rebuilt from it stay exactly as
+they were.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from dsh_host.agent import Agent, rebuild_request, request_json
+from dsh_host import Agent
 from dsh_host.host import Host
+from dsh_host.log import rebuild_request, request_json
 from dsh_host.models.base import ModelRequest
 from dsh_host.models.scripted import ScriptedAdapter, text_response
 from dsh_host.session.session import Session
@@ -32,8 +34,9 @@ REPLY = "Combined reference request accepted."
 SHADOWED = ("SHADOWED OLD USER", "SHADOWED OLD ASSISTANT")
 LATER = "LATER SOURCE MUTATION"
 
-# The spec's 7.3 golden full prompt, with the capture seq left open: the reference appended the
-# four source events bare (capture seq 3); this source has the turn/step structure around them.
+# The reference implementation's full prompt, with the capture seq left open: the reference
+# appended the four source events bare (capture seq 3); this source has the turn/step structure
+# around them.
 GOLDEN_FULL_PROMPT = (
     PREFIX
     + '[{"sessionId":"source-session","label":"Source session","cwd":"/workspace/project",'
@@ -66,7 +69,7 @@ def _message_turn(session: Session, turn: int, user: str, assistant: str | None)
 
 
 async def _store_source(host: Host) -> int:
-    """The S1 source, flushed to SQLite and no longer live; returns its last seq."""
+    """The compacted source, flushed to SQLite and no longer live; returns its last seq."""
     source = host.sessions.create(CWD, "source-session", created_at=1)
     _message_turn(source, 1, SHADOWED[0], SHADOWED[1])
     user_seq = next(e.seq for e in source.events if e.type == "user/message")
@@ -93,7 +96,7 @@ async def _store_source(host: Host) -> int:
 
 
 class Refusing:
-    """The S1 mock model: it throws unless the last request message is [snapshot, delimiter, prompt]."""
+    """The mock model: it throws unless the last request message is [snapshot, delimiter, prompt]."""
 
     def __init__(self) -> None:
         self.seen: list[ModelRequest] = []
@@ -111,7 +114,9 @@ def _step_starts(events: Any) -> list[int]:
     return [e.seq for e in events if e.type == "step/start"]
 
 
-async def test_s1_snapshot_through_the_agent_loop(host: Host, make_host: HostFactory) -> None:
+async def test_a_compacted_source_snapshot_reaches_the_model_through_the_agent_loop(
+    host: Host, make_host: HostFactory
+) -> None:
     source_last_seq = await _store_source(host)
 
     target = host.sessions.create(CWD, "target-session")

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from dsh_compact.errors import CompactionError
-from dsh_compact.transaction import CompactionResult
 from dsh_host import ConfigError, display_inline_text
 
 if TYPE_CHECKING:
     from dsh_compact.service import CompactionService
+    from dsh_compact.transaction import CompactionResult
     from dsh_host import Host
 
 
@@ -39,6 +38,8 @@ def describe(session_id: str, result: CompactionResult | None) -> str:
 @click.pass_obj
 def compact_command(host: Host, session_id: str, retain_tokens: int | None) -> None:
     """Compact a stored session now: its older history becomes one checkpoint."""
+    import asyncio
+
     click.echo(asyncio.run(_compact_stored(host, session_id, retain_tokens)))
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig
 from dsh_compact.targets import ModelTarget
-from dsh_host import ConfigError, read_bool, read_float, read_int, read_str, reject_unknown, show
+from dsh_host import ConfigError
+from dsh_host.settings import format_value, read_bool, read_float, read_int, read_str, reject_unknown
 
 TABLE = "plugins.compact"
 
@@ -359,4 +360,4 @@ def _render(value: Any) -> str:
     """A value as messages show it: as TOML writes it, an integral number without `.0`."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return show(value)
+    return format_value(value)

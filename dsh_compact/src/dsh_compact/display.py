@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_host import transcript_error, transcript_notice
-
 COMPACTION_HEADER = "x-deepseek-harness-compact"
 """Marks a summary request, so DeepSeek's harness endpoint tells it from a loop step."""
 
 
 def render_compact_end(data: Mapping[str, Any], transcript: Any) -> list[Any]:
     """`compact/end`: the failure, or that the conversation was compacted."""
+    # Imported here: the UI namespace loads rich, and the header above is read on every request.
+    from dsh_host import ui
+
     failure = data.get("error")
     if isinstance(failure, str):
-        return [transcript_error(f"Compaction failed: {failure}")]
-    return [transcript_notice("Conversation compacted.")]
+        return [ui.error(f"Compaction failed: {failure}")]
+    return [ui.notice("Conversation compacted.")]

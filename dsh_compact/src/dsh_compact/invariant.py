@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import Violation, js_string
+from dsh_host.log import Violation
+from dsh_host.text import js_string
 
 RULE = "compact"
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -30,7 +31,7 @@ class _Open:
 
 
 def check_compactions(header: Any, events: Sequence[Any]) -> Iterator[Violation]:
-    """A `dsh_host.LogInvariant`: every violation of the compaction bracket in a log."""
+    """A `dsh_host.log.LogInvariant`: every violation of the compaction bracket in a log."""
     open_: _Open | None = None
     for event in events:
         kind = event.type

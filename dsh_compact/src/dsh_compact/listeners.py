@@ -9,22 +9,27 @@ original request failure to stand.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_compact.config import TargetPressureConfigError
-from dsh_compact.service import CompactionService
 from dsh_compact.targets import CompactAgent, routed_target
-from dsh_compact.transaction import CompactionResult
 from dsh_host import hookimpl
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_compact.service import CompactionService
+    from dsh_compact.transaction import CompactionResult
+    from dsh_host import Agent
+    from dsh_host.hookspecs import Json
 
 log = logging.getLogger("dsh.compact")
 
 CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
-RETRY = "retry"
-FAIL = "fail"
+RETRY: Literal["retry"] = "retry"
+FAIL: Literal["fail"] = "fail"
 
 
 class AutoCompaction:
@@ -35,7 +40,7 @@ class AutoCompaction:
         self._warned_targets: set[str] = set()
 
     @hookimpl
-    async def dsh_agent_post_step(self, agent: Any, turn: int, step: int, signal: asyncio.Event | None) -> None:
+    async def dsh_agent_post_step(self, agent: Agent, turn: int, step: int, signal: asyncio.Event) -> None:
         """Relieve context pressure before the step closes; never fails the turn."""
         if _aborted(signal):
             return
@@ -56,14 +61,14 @@ class AutoCompaction:
     @hookimpl
     def dsh_agent_request_error(
         self,
-        agent: Any,
+        agent: Agent,
         turn: int,
         step: int,
         error: BaseException,
-        failure: Any,
-        prior_failures: Sequence[Any],
-        signal: asyncio.Event | None,
-    ) -> Awaitable[str] | None:
+        failure: Json,
+        prior_failures: Sequence[Json],
+        signal: asyncio.Event,
+    ) -> Awaitable[Literal["retry", "fail"]] | None:
         """Compact and retry after a context-overflow failure, within the policy's retry budget.
 
         Abstains (None, synchronously, so the next implementation decides) for any other
@@ -81,7 +86,7 @@ class AutoCompaction:
             return None
         return self._recover(compact_agent, signal)
 
-    async def _recover(self, agent: CompactAgent, signal: asyncio.Event | None) -> str:
+    async def _recover(self, agent: CompactAgent, signal: asyncio.Event | None) -> Literal["retry", "fail"]:
         surface = agent.session.surface
         generation = surface.replace_generation
         try:

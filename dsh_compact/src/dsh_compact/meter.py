@@ -18,16 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_host import (
-    Event,
-    Session,
-    StreamAssembler,
-    Surface,
-    canonical_header,
-    derive_event_message,
-    header_equals,
-    plan,
-)
+from dsh_host import Event, Session
+from dsh_host.log import Surface, canonical_header, derive_event_message, header_equals, plan_transition
+from dsh_host.models import StreamAssembler
 
 CHARS_PER_TOKEN = 4
 BLOCK_OVERHEAD = 4
@@ -167,7 +160,7 @@ class TokenMeter:
             state.step_surface_tokens = None
         elif event.type == "assistant/message":
             state.anchor = self._anchor(session, state, event)
-        transition = plan(event, state.surface.nodes, session.event)
+        transition = plan_transition(event, state.surface.nodes, session.event)
         shadowed = state.surface.apply(transition)
         for seq in shadowed:
             state.surface_tokens -= state.prices.pop(seq)

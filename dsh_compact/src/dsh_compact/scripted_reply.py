@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import ModelRequest, message_text, shorten_text
+from dsh_host import ModelRequest
+from dsh_host.models import message_text
+from dsh_host.text import shorten_text
 
 COMPACTION_MARKER = "acting as a compaction engine"
 """The phrase of the compaction instruction that marks a summary request without a purpose."""

@@ -11,34 +11,42 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dsh_compact.config import CompactConfig, TargetPolicy, TargetPressureConfigError
+from dsh_compact.config import TargetPressureConfigError
 from dsh_compact.errors import CompactionError
-from dsh_compact.meter import TokenMeter
-from dsh_compact.prune import ToolResultPruner
-from dsh_compact.region import select_compactable_range
-from dsh_compact.summarizer import Summarizer
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
-from dsh_compact.transaction import CompactionResult, compact_region, inspect_turn_tail
-from dsh_host import Session
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_compact.config import CompactConfig, TargetPolicy
+    from dsh_compact.meter import TokenMeter
+    from dsh_compact.prune import ToolResultPruner
+    from dsh_compact.summarizer import Summarizer
+    from dsh_compact.transaction import CompactionResult
+    from dsh_host import Session
 
 Trigger = Literal["pressure", "context-overflow"]
 
 CapacityLookup = Callable[[ModelTarget], int | None]
 """The context window an adapter reports for a target, or None when it does not know it."""
 
-Flush = Callable[[Session], Awaitable[None]]
+Flush = Callable[["Session"], Awaitable[None]]
 
 USER_SOURCE: Mapping[str, str] = MappingProxyType({"kind": "user"})
 
 
 class CompactionService:
-    """Compaction for the sessions of one host, under one `[plugins.compact]` configuration."""
+    """Compaction for the sessions of one host, under one `[plugins.compact]` configuration.
+
+    Building one loads none of the compaction machinery (the meter, the region selection, the
+    transaction and what they read of the log): the first compaction does, so mounting the
+    plugin stays cheap for commands that never compact.
+    """
 
     def __init__(
         self,
@@ -57,10 +65,19 @@ class CompactionService:
         self.config = config
         self.pruner = pruner
         self.summarizer = summarizer
-        self.meter = meter if meter is not None else TokenMeter()
+        self._meter = meter
         self._capacity = capacity
         self._default_target = default_target
         self._flush = flush
+
+    @property
+    def meter(self) -> TokenMeter:
+        """The token meter that estimates what a session's next request costs."""
+        if self._meter is None:
+            from dsh_compact.meter import TokenMeter
+
+            self._meter = TokenMeter()
+        return self._meter
 
     async def compact_region(
         self, agent: Any, start: int, end: int, signal: asyncio.Event | None = None
@@ -69,6 +86,8 @@ class CompactionService:
 
         `agent` is an agent (anything with a `session`), a `CompactAgent` or a `Session`.
         """
+        from dsh_compact.transaction import compact_region
+
         return await compact_region(
             CompactAgent.of(agent), start, end, meter=self.meter, summarizer=self.summarizer, signal=signal
         )
@@ -83,6 +102,8 @@ class CompactionService:
         `TargetPressureConfigError`; compaction that cannot get below the threshold within the
         allowed attempts raises `CompactionError`.
         """
+        from dsh_compact.region import select_compactable_range
+
         compact_agent = CompactAgent.of(agent)
         session = compact_agent.session
         target = routed_target(session)
@@ -149,6 +170,9 @@ class CompactionService:
         "compact", source}}` ... `turn/end`, which is then flushed; the caller must not start a
         turn on the session meanwhile.
         """
+        from dsh_compact.region import select_compactable_range
+        from dsh_compact.transaction import inspect_turn_tail
+
         compact_agent = CompactAgent.of(agent)
         if compact_agent.fallback is None and self._default_target is not None:
             compact_agent = replace(compact_agent, fallback=self._default_target())
@@ -193,6 +217,8 @@ class CompactionService:
 
 def _failure_reason(exc: BaseException, signal: asyncio.Event | None) -> dict[str, Any]:
     """The `turn/end` reason of a manual compaction turn that did not complete."""
+    import asyncio
+
     if isinstance(exc, asyncio.CancelledError) or (signal is not None and signal.is_set()):
         return {"kind": "aborted"}
     reason: dict[str, Any] = {"kind": "error", "step": 0, "message": str(exc) or type(exc).__name__}

@@ -9,15 +9,20 @@ the `<compacted-summary>` tags, as separate content blocks.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dsh_compact.config import CompactConfig
 from dsh_compact.errors import SummarizationError
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
-from dsh_host import ModelRequest, ResolvedModel, Session, StreamAssembler, derive_event_message, js_trim
+from dsh_host.text import js_trim
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_compact.config import CompactConfig
+    from dsh_host import Session
+    from dsh_host.models import ResolvedModel
 
 COMPACTION_INSTRUCTION = "\n".join(
     (
@@ -82,7 +87,7 @@ SUMMARY_OPEN_TAG = "<compacted-summary>"
 SUMMARY_CLOSE_TAG = "</compacted-summary>"
 PURPOSE = "compaction"
 
-ModelResolver = Callable[[ModelTarget], ResolvedModel]
+ModelResolver = Callable[[ModelTarget], "ResolvedModel"]
 """Resolves a target to the adapter that serves it (and the pair actually dispatched)."""
 
 
@@ -106,6 +111,8 @@ class SummarizationInput:
 
 def build_summarization_input(session: Session, shadowed: Sequence[int]) -> SummarizationInput:
     """Replay the latest request header's prefix, then the shadowed nodes in surface order."""
+    from dsh_host.log import derive_event_message
+
     header = session.request_header() or {}
     messages = list(header.get("messagePrefix") or ())
     for seq in shadowed:
@@ -153,6 +160,10 @@ class ModelSummarizer:
     async def summarize(
         self, request: SummarizationInput, agent: CompactAgent, signal: asyncio.Event | None
     ) -> Summary:
+        # The model machinery is imported by the first summary, not by mounting the plugin.
+        from dsh_host import ModelRequest
+        from dsh_host.models import StreamAssembler
+
         routed = routed_target(agent.session)
         policy = self._config.policy_for(routed or agent.fallback)
         target = policy.summarization_target or routed or agent.fallback

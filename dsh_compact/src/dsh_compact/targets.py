@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsh_host import Session
+if TYPE_CHECKING:
+    from dsh_host import Session
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class CompactAgent:
         An agent's configured model is read from `provider`/`model` attributes, directly or on
         its `options`, so compaction does not depend on the agent class itself.
         """
+        # Imported here: the plugin's configuration needs this module, and mounting must not
+        # load the session machinery.
+        from dsh_host import Session
+
         if isinstance(agent, CompactAgent):
             return agent
         if isinstance(agent, Session):

@@ -1,13 +1,27 @@
-"""Async helpers: resolving hook results, and abandoning work when a cancel signal is set."""
+"""Async helpers (public namespace `dsh_host.asyncs`): resolving hook results, and abandoning
+work when a cancel signal is set.
+
+Hooks may return awaitables, so a plugin that calls a hook itself resolves what comes back
+with `resolve`. `abandon_on` lets a caller stop waiting for work that cannot be interrupted (a
+store read on a worker thread) as soon as its cancel signal is set; `ignore_outcome` keeps an
+abandoned future's late result or error from being reported as unhandled.
+
+Importing this namespace does not load asyncio: the helpers run on an event loop, which has
+loaded it, so a plugin can import them at the top of a module that mounting loads.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
+
+__all__ = ["abandon_on", "ignore_outcome", "resolve"]
 
 
 async def resolve(value: Any) -> Any:
@@ -17,17 +31,14 @@ async def resolve(value: Any) -> Any:
     return value
 
 
-async def resolve_all(values: list[Any]) -> list[Any]:
-    """Resolve each result of a non-firstresult hook call, in order."""
-    return [await resolve(v) for v in values]
-
-
 async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:
     """Await `work`, or raise `cancelled()` as soon as `cancel` (an `asyncio.Event`) is set.
 
     Abandoned work keeps running (a store read or a directory walk in a thread cannot be
     interrupted); its late outcome is consumed, so it is never reported as unhandled.
     """
+    import asyncio
+
     future = asyncio.ensure_future(work)
     if cancel is None:
         return await future

@@ -21,11 +21,6 @@ import platformdirs
 
 from dsh_host.errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp")
 """Mounted when no configuration names plugins: the standard features, where installed."""
 
@@ -41,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "plugins": {},
     "stores": {},
+    "sources": {},
 }
 
 DEFAULT_STORE = "sqlite"
@@ -58,7 +54,7 @@ _MODEL_KEYS = {
     },
     "scripted": {"script": str, "context_window": int},
 }
-_TOP_KEYS = {"host", "models", "plugins", "stores"}
+_TOP_KEYS = {"host", "models", "plugins", "sources", "stores"}
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
@@ -96,6 +92,10 @@ class Config:
         """A copy of `[stores.<name>]`, empty when absent."""
         return copy.deepcopy(dict(self.data["stores"].get(name, {})))
 
+    def source_table(self, name: str) -> dict[str, Any]:
+        """A copy of `[sources.<name>]`, empty when absent."""
+        return copy.deepcopy(dict(self.data["sources"].get(name, {})))
+
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], *, origin: str = "code") -> Config:
         """A configuration built in code: `mapping` has the shape of a `dsh.toml` file.
@@ -127,6 +127,12 @@ def find_config_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, 
 
 def parse_toml_file(path: Path) -> dict[str, Any]:
     """Parse `path`; a syntax error names the file, line and column."""
+    # Imported here: without a configuration file (the common case) no TOML is read.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -181,7 +187,7 @@ def _build(loaded: dict[str, Any], where: str, *, path: Path | None) -> Config:
     for section, table in loaded.items():
         merged = data[section]
         for key, value in table.items():
-            if section in ("models", "stores") and isinstance(value, dict):
+            if section in ("models", "stores", "sources") and isinstance(value, dict):
                 merged.setdefault(key, {}).update(value)
             else:
                 merged[key] = value
@@ -212,7 +218,7 @@ def _validate_shape(loaded: Mapping[str, Any], path: str) -> None:
                 if key not in known:
                     raise ConfigError(f"{path}: [models.{provider}] unknown key {key!r}")
                 _check_type(f"models.{provider}", key, value, known[key], path)
-    for section in ("plugins", "stores"):
+    for section in ("plugins", "stores", "sources"):
         for name, table in loaded.get(section, {}).items():
             if not isinstance(table, dict):
                 raise ConfigError(f"{path}: [{section}.{name}] must be a table, got {table!r}")

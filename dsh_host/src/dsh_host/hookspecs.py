@@ -1,24 +1,95 @@
-"""Every hook a dsh plugin can implement.
+"""Every hook a dsh plugin can implement (public namespace `dsh_host.hookspecs`).
 
 Plugins are pluggy plugins of project "dsh": modules (or objects) whose functions are marked with
 `dsh_host.hookimpl`. The host's own features are registered through these same hooks
-(`dsh_host.builtins`), so a third-party plugin can do anything a built-in one can.
+(`dsh_host.builtins`), so a third-party plugin can do anything a built-in one can. An
+implementation may take any subset of a hook's arguments, by name.
 
 Hooks the agent calls (`dsh_agent_*`, `dsh_prompt_submit`) may return awaitables: the agent awaits
 whatever comes back, repeatedly, until it has a plain value. Hooks called at start-up
 (`dsh_mount`, `dsh_register_*`) are synchronous: they validate and register, they do no I/O.
+
+The agent's hooks come in three modes. "Notification" hooks are called one implementation at a
+time, each failure is logged and contained and the result ignored (an awaitable result is
+awaited in the background, and the agent's disposal waits for it). "Serial" hooks are awaited
+one implementation after the other; the first that returns anything but None or False ends the
+chain. "Waterfall" hooks are `firstresult` hooks with a host default that runs last (`trylast`): a
+plain implementation that returns a value short-circuits the rest, a `wrapper=True`
+implementation gets the downstream result (possibly an awaitable) from `yield` and returns its
+replacement. Serial and waterfall failures fail the turn they run in.
+
+The annotations say what each hook receives and may return; `MaybeAwaitable[T]` is `T` or an
+awaitable resolving to it. docs/hooks.md is generated from this module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
 from pluggy import HookimplMarker, HookspecMarker
 
+if TYPE_CHECKING:
+    import asyncio
+
+    import click
+
+    from dsh_host.agent.agent import Agent
+    from dsh_host.agent.composition import Composition
+    from dsh_host.agent.decisions import Allow, Block, Continue, Stop
+    from dsh_host.host import Host
+    from dsh_host.models.base import ModelRequest
+    from dsh_host.models.registry import AdapterFactory
+    from dsh_host.session.check import LogInvariant
+    from dsh_host.session.events import Event
+    from dsh_host.session.session import Session
+    from dsh_host.sources.base import SessionSource
+    from dsh_host.store.base import SessionStore
+    from dsh_host.tools.base import Tool
+    from dsh_host.tui.mentions import CompletionSource
+    from dsh_host.tui.render import ContextRenderer, EventRenderer
+    from dsh_host.tui.slash import SlashCommandHandler
+
+__all__ = [
+    "Json",
+    "MaybeAwaitable",
+    "RegisterCompletion",
+    "SourceFactory",
+    "StoreFactory",
+    "hookimpl",
+    "hookspec",
+]
+
 hookspec = HookspecMarker("dsh")
+"""Marks a hook specification of project `dsh` (used in this module only)."""
+
 hookimpl = HookimplMarker("dsh")
+"""Marks a plugin's hook implementation: `@hookimpl`, `@hookimpl(tryfirst=True)`,
+`@hookimpl(wrapper=True)` (exported as `dsh_host.hookimpl`)."""
+
+T = TypeVar("T")
+
+MaybeAwaitable = T | Awaitable[T]
+"""A hook result given directly or as an awaitable the agent resolves."""
+
+Json = Mapping[str, Any]
+"""A JSON object in the log's vocabulary (camelCase keys), frozen when it comes from the log."""
+
+StoreFactory = Callable[["Host", dict[str, Any]], "SessionStore"]
+"""`factory(host, table)`: opens the store `dsh_register_stores` registered, from its table."""
+
+SourceFactory = Callable[["Host", dict[str, Any]], "SessionSource"]
+"""`factory(host, table)`: opens the source `dsh_register_session_sources` registered, from its table."""
+
+
+class RegisterCompletion(Protocol):
+    """The `register` of `dsh_register_completions`: `register(complete, hint=None)`."""
+
+    def __call__(self, complete: CompletionSource, hint: str | None = None) -> None: ...
 
 
 @hookspec
-def dsh_mount(host, config):
+def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
     """Mount this plugin on `host` with its own configuration table.
 
     Called by the host once per mounted plugin, in the order `[host] plugins` names them, and
@@ -31,7 +102,7 @@ def dsh_mount(host, config):
 
 
 @hookspec
-def dsh_unmount(host):
+def dsh_unmount(host: Host) -> None:
     """Release what `dsh_mount` acquired.
 
     Called by the host at shutdown (and when a later plugin's mount fails), on each mounted
@@ -41,7 +112,7 @@ def dsh_unmount(host):
 
 
 @hookspec
-def dsh_register_commands(cli):
+def dsh_register_commands(cli: click.Group) -> None:
     """Add subcommands to the `dsh` command line.
 
     Called by the CLI after the plugins are mounted, on every mounted plugin. `cli` is the root
@@ -50,7 +121,7 @@ def dsh_register_commands(cli):
 
 
 @hookspec
-def dsh_register_models(register):
+def dsh_register_models(register: Callable[[str, AdapterFactory], None]) -> None:
     """Register model adapters.
 
     Called once when the host builds its model registry. `register(name, factory)` adds an
@@ -61,7 +132,7 @@ def dsh_register_models(register):
 
 
 @hookspec
-def dsh_register_tools(register):
+def dsh_register_tools(register: Callable[[Tool], None]) -> None:
     """Register tools the model may call.
 
     Called once per agent when it starts. `register(tool)` adds a `dsh_host.Tool`;
@@ -70,7 +141,7 @@ def dsh_register_tools(register):
 
 
 @hookspec
-def dsh_register_slash_commands(register):
+def dsh_register_slash_commands(register: Callable[[str, str, SlashCommandHandler], None]) -> None:
     """Register slash commands for the terminal UI.
 
     Called when the terminal UI starts, on every mounted plugin. `register(name, help, handler)`
@@ -81,7 +152,7 @@ def dsh_register_slash_commands(register):
 
 
 @hookspec
-def dsh_agent_queued(agent, content, info):
+def dsh_agent_queued(agent: Agent, content: Sequence[Json], info: Json) -> None:
     """Observe a message entering the agent's inbox.
 
     Called by `Agent.send` and by `Agent.steer` while a turn runs, synchronously, after the
@@ -92,13 +163,15 @@ def dsh_agent_queued(agent, content, info):
 
 
 @hookspec(firstresult=True)
-def dsh_prompt_submit(agent, content, source, signal, contexts):
+def dsh_prompt_submit(
+    agent: Agent, content: Sequence[Json], source: Json | None, signal: asyncio.Event, contexts: Sequence[Json]
+) -> MaybeAwaitable[Allow | Block] | None:
     """Decide whether a queued message becomes a prompt, and with which contexts.
 
     Called by the agent once per queued message it claims (never for steering), after
     `turn/start`. `content` and `source` are the frozen record's; `contexts` are the record's
-    frozen contexts. Returns a `dsh_host.PromptDecision`: `Allow(content=None,
-    additional_contexts=None)` or `Block(reason)`.
+    frozen contexts. Returns `dsh_host.Allow(content=None, additional_contexts=None)` or
+    `dsh_host.Block(reason)`.
 
     This is a waterfall: the host's own implementation runs last (`trylast`) and returns the
     default allow that carries the record's contexts. A plugin that blocks returns a `Block`
@@ -111,7 +184,7 @@ def dsh_prompt_submit(agent, content, source, signal, contexts):
 
 
 @hookspec
-def dsh_agent_post_step(agent, turn, step, signal):
+def dsh_agent_post_step(agent: Agent, turn: int, step: int, signal: asyncio.Event) -> MaybeAwaitable[object]:
     """Run after a step's response, tool results, contexts and steering are durable.
 
     Called by the agent on every successful step, before `step/end`. Serial: implementations
@@ -122,7 +195,15 @@ def dsh_agent_post_step(agent, turn, step, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, signal):
+def dsh_agent_request_error(
+    agent: Agent,
+    turn: int,
+    step: int,
+    error: BaseException,
+    failure: Json,
+    prior_failures: Sequence[Json],
+    signal: asyncio.Event,
+) -> MaybeAwaitable[Literal["retry", "fail"]] | None:
     """Decide what happens after a model request failed.
 
     Called by the agent after the failed step has closed, for adapter failures and error or
@@ -139,31 +220,25 @@ def dsh_agent_request_error(agent, turn, step, error, failure, prior_failures, s
 
 
 @hookspec
-def dsh_log_invariants():
+def dsh_log_invariants() -> Iterable[LogInvariant]:
     """Contribute the rules of this plugin's own event types to the log check.
 
     Called by `dsh sessions check` on every mounted plugin, each time it checks logs. Returns an
-    iterable of `dsh_host.LogInvariant`s: pure functions `invariant(header, events)` that yield a
-    `dsh_host.Violation(seq, rule, message)` for each broken rule, run after the host's own rules
-    (`dsh_host.check_log`). A plugin checks only the event types it owns; a log without them
-    passes. The results of all plugins are combined.
+    iterable of `dsh_host.log.LogInvariant`s: pure functions `invariant(header, events)` run
+    after the host's own rules (`dsh_host.log.check_log`). Each yields a
+    `dsh_host.log.Violation(seq, rule, message)` for each broken rule (the check fails), and may
+    yield a `dsh_host.log.Note(seq, rule, message)` for something worth knowing about a log that
+    breaks no rule, such as a shape that reads fine but cannot be resumed (listed; the check
+    fails on it only under `--strict`). A plugin checks only the event types it owns; a log
+    without them passes. The results of all plugins are combined.
     """
 
 
-# --- agent lifecycle, step and turn hooks (spec agent-inbox-loop, section 5) ---------------------
-#
-# Modes: "notification" hooks are called one implementation at a time, each failure is logged and
-# contained and the result ignored (an awaitable result is awaited in the background, and the
-# agent's disposal waits for it). "Serial" hooks are awaited one implementation after the other;
-# the first that returns anything but None or False ends the chain. "Waterfall" hooks are
-# `firstresult` hooks with a host default that runs last (`trylast`): a plain implementation that
-# returns a value short-circuits the rest, a `wrapper=True` implementation gets the downstream
-# result (possibly an awaitable) from `yield` and returns its replacement, as for
-# `dsh_prompt_submit`. Serial and waterfall failures fail the turn they run in.
+# Agent lifecycle, step and turn hooks.
 
 
 @hookspec
-def dsh_agent_created(agent):
+def dsh_agent_created(agent: Agent) -> MaybeAwaitable[None]:
     """Observe an agent being built.
 
     Called by `Agent` once, at the end of its construction, before `dsh_agent_session_start`
@@ -173,7 +248,7 @@ def dsh_agent_created(agent):
 
 
 @hookspec
-def dsh_agent_session_start(agent, source):
+def dsh_agent_session_start(agent: Agent, source: Literal["startup", "resume"]) -> MaybeAwaitable[None]:
     """Observe an agent starting on its session; the first point to `agent.inject` seed context.
 
     Called by `Agent` once, right after `dsh_agent_created`. `source` is `"startup"` for a
@@ -183,7 +258,7 @@ def dsh_agent_session_start(agent, source):
 
 
 @hookspec
-def dsh_agent_status(agent, status):
+def dsh_agent_status(agent: Agent, status: Literal["idle", "running", "disposed"]) -> MaybeAwaitable[None]:
     """Observe an agent's status change: `"running"`, `"idle"` or `"disposed"`.
 
     Called by the agent on real transitions only (never twice in a row with the same status,
@@ -194,7 +269,7 @@ def dsh_agent_status(agent, status):
 
 
 @hookspec
-def dsh_agent_cancel_requested(agent, cause):
+def dsh_agent_cancel_requested(agent: Agent, cause: Json) -> MaybeAwaitable[None]:
     """Observe an effective cancel, before the inbox is cleared and the turn is interrupted.
 
     Called by `Agent.cancel` when it has something to cancel (a turn running, or messages
@@ -205,7 +280,7 @@ def dsh_agent_cancel_requested(agent, cause):
 
 
 @hookspec
-def dsh_agent_pre_step(agent, turn, step, signal):
+def dsh_agent_pre_step(agent: Agent, turn: int, step: int, signal: asyncio.Event) -> MaybeAwaitable[object]:
     """Run before a step's request is built; what it appends is in this step's request.
 
     Called by the agent at the start of every step (`step` is the number the step will have),
@@ -219,7 +294,9 @@ def dsh_agent_pre_step(agent, turn, step, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_agent_session_prefix(agent, prefix, signal):
+def dsh_agent_session_prefix(
+    agent: Agent, prefix: Sequence[Json], signal: asyncio.Event
+) -> MaybeAwaitable[Sequence[Json]] | None:
     """Compose the messages placed before all history in every request of this agent.
 
     Called by the agent once, on the first step of its first turn that gets that far (again on
@@ -232,7 +309,9 @@ def dsh_agent_session_prefix(agent, prefix, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_agent_request(agent, turn, step, config, signal):
+def dsh_agent_request(
+    agent: Agent, turn: int, step: int, config: Json, signal: asyncio.Event
+) -> MaybeAwaitable[Json] | None:
     """Choose the model call configuration of one request.
 
     Called by the agent after `step/start`, before the request header is recorded. `config` is
@@ -248,7 +327,9 @@ def dsh_agent_request(agent, turn, step, config, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_agent_step_result(agent, turn, step, message, signal):
+def dsh_agent_step_result(
+    agent: Agent, turn: int, step: int, message: Json, signal: asyncio.Event
+) -> MaybeAwaitable[Json] | None:
     """Post-process the assistant message of a step before it is logged and its tools run.
 
     Called by the agent after the model stream finished successfully. `message` is the frozen
@@ -261,20 +342,22 @@ def dsh_agent_step_result(agent, turn, step, message, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_agent_turn_continuation(agent, turn, default_decision, signal):
+def dsh_agent_turn_continuation(
+    agent: Agent, turn: int, default_decision: Continue | Stop, signal: asyncio.Event
+) -> MaybeAwaitable[Continue | Stop] | None:
     """Decide whether the turn runs another step.
 
     Called by the agent after each successful step's `step/end`. `default_decision` is
     `Continue()` when the step had tool calls or steering was written after the response, else
-    `Stop()`; the host default returns it. Returns a `dsh_host.ContinuationDecision`:
-    `Continue(content=None, source=None)` (with `content`, the loop adds it as steering first)
-    or `Stop()`. Pending steering turns a stop into another step anyway. Waterfall: a plain
-    implementation returning a decision decides, a wrapper adjusts the downstream one.
+    `Stop()`; the host default returns it. Returns `dsh_host.Continue(content=None,
+    source=None)` (with `content`, the loop adds it as steering first) or `dsh_host.Stop()`.
+    Pending steering turns a stop into another step anyway. Waterfall: a plain implementation
+    returning a decision decides, a wrapper adjusts the downstream one.
     """
 
 
 @hookspec
-def dsh_agent_turn_stop(agent, turn, signal):
+def dsh_agent_turn_stop(agent: Agent, turn: int, signal: asyncio.Event) -> MaybeAwaitable[object]:
     """Stop the turn for good after this step, whatever the continuation decided.
 
     Called by the agent after every successful step, once the continuation is decided. Serial:
@@ -285,7 +368,7 @@ def dsh_agent_turn_stop(agent, turn, signal):
 
 
 @hookspec
-def dsh_agent_error(agent, turn, step, error):
+def dsh_agent_error(agent: Agent, turn: int, step: int, error: BaseException) -> MaybeAwaitable[None]:
     """Observe a failure as it happens: the exception and where it happened.
 
     Called by the agent when a turn fails (`step` is the failing step, 0 for prompt admission),
@@ -297,7 +380,7 @@ def dsh_agent_error(agent, turn, step, error):
 
 
 @hookspec
-def dsh_agent_disposed(agent):
+def dsh_agent_disposed(agent: Agent) -> MaybeAwaitable[None]:
     """Observe an agent that is gone for good.
 
     Called by `Agent.dispose` once, after the driver stopped and the agent's background work
@@ -307,28 +390,33 @@ def dsh_agent_disposed(agent):
 
 
 @hookspec
-def dsh_session_event(session, event):
+def dsh_session_event(host: Host, session: Session, event: Event) -> MaybeAwaitable[None]:
     """Observe every event appended to the session of an agent, after it is committed.
 
     Called by the agent's session right after each append (the event is in the log and cannot
-    be undone), from the agent's construction until its disposal. An implementation must not
-    append to the session itself. Notification: the result is ignored and an exception is
-    logged and contained; when no plugin implements this hook, appends publish nothing.
+    be undone), from the agent's construction until its disposal. `host` is the host the agent
+    runs on: a plugin that keeps state per host (a process may run several) keeps it in a
+    service it registered on that host in `dsh_mount` and finds it with
+    `host.services.get(name)`. An implementation must not append to the session itself.
+    Notification: the result is ignored and an exception is logged and contained; when no
+    plugin implements this hook, appends publish nothing (the agent does not even listen to its
+    session). A plugin registered while the agent lives sees the events appended from its
+    registration on.
     """
 
 
-# -- what plugins own in the terminal UI and in model requests (no-plugin-names) ---------------
+# What plugins own in the terminal UI and in model requests.
 
 
 @hookspec
-def dsh_register_renderers(register):
+def dsh_register_renderers(register: Callable[[str, EventRenderer], None]) -> None:
     """Register how logged events of a type look in the terminal transcript.
 
     Called once per transcript (the chat UI when it starts, `dsh demo` when it prints a turn),
     on every registered plugin; the host registers its own event types (messages, tool calls,
     turn ends) through this hook too. `register(event_type, render)` adds the renderer of
     `event_type`; `render(data, transcript)` gets the event's data mapping and the
-    `dsh_host.Transcript` (for `transcript.render_context(context)`) and returns a list of rich
+    `dsh_host.ui.Transcript` (for `transcript.render_context(context)`) and returns a list of rich
     renderables, empty to print nothing. Every string taken from the event must pass
     `dsh_host.display_text` and be wrapped in `rich.text.Text`, never markup. An event type
     nobody registered prints nothing; registering a type twice is an error. The hook's own
@@ -337,7 +425,7 @@ def dsh_register_renderers(register):
 
 
 @hookspec
-def dsh_register_context_renderers(register):
+def dsh_register_context_renderers(register: Callable[[str, ContextRenderer], None]) -> None:
     """Register how contexts of a kind look in the terminal transcript.
 
     Called once per transcript, on every registered plugin. `register(kind, render)` handles
@@ -351,14 +439,14 @@ def dsh_register_context_renderers(register):
 
 
 @hookspec
-def dsh_register_completions(host, register):
+def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
     """Register sources of `@` mention completions for the terminal UI's editor.
 
     Called once when the terminal UI starts on `host`, on every registered plugin (a plugin
     finds its own services on `host`). `register(complete, hint=None)` adds a source:
     `async complete(agent, token, signal)` gets the chat's current agent, the
-    `dsh_host.AtToken` ending at the cursor and an `asyncio.Event` set when typing moves on,
-    and returns a list of `dsh_host.MentionCompletion`; `hint` is the line `/help` shows for
+    `dsh_host.ui.AtToken` ending at the cursor and an `asyncio.Event` set when typing moves on,
+    and returns a list of `dsh_host.ui.MentionCompletion`; `hint` is the line `/help` shows for
     the syntax (`@name mentions another session`). The editor offers the host's file matches
     first, then every source's items in registration order; a source that fails or is
     abandoned offers nothing. The hook's own result is ignored.
@@ -366,7 +454,7 @@ def dsh_register_completions(host, register):
 
 
 @hookspec
-def dsh_model_request_headers(provider, request):
+def dsh_model_request_headers(provider: str, request: ModelRequest) -> Mapping[str, str] | None:
     """Add HTTP headers to one model request.
 
     Called by HTTP model adapters (the OpenAI-compatible `openai` one) once per request, just
@@ -378,11 +466,11 @@ def dsh_model_request_headers(provider, request):
     """
 
 
-# -- stores and message composition (the toolkit seams) --------------------------------------
+# Stores and message composition.
 
 
 @hookspec
-def dsh_register_stores(register):
+def dsh_register_stores(register: Callable[[str, StoreFactory], None]) -> None:
     """Register session stores.
 
     Called once by the host when it first needs its store, on every registered plugin.
@@ -395,8 +483,24 @@ def dsh_register_stores(register):
     """
 
 
+@hookspec
+def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
+    """Register read-only session sources: the sessions of other agents, read in place.
+
+    Called once by the host when it first needs its sources (a listing, a search, a read of a
+    source's session), on every mounted plugin. `register(name, factory)` adds a source under
+    `name`, which prefixes the ids of its sessions (`<name>:<the agent's own id>`); `factory(host,
+    table)` opens and returns a `dsh_host.sources.SessionSource`, where `table` is the `[sources.<name>]`
+    configuration table as a plain dict (empty when absent): validate it and raise
+    `dsh_host.ConfigError` naming the table, key and value for a bad one. A name must be
+    non-empty and hold no `:`; registering a name twice is an error. A source answers the read
+    half of the store protocol only: the host refuses every write, import, compaction or delete
+    of its sessions with a `dsh_host.sources.SourceReadOnly` line. The result is ignored.
+    """
+
+
 @hookspec(firstresult=True)
-def dsh_compose_message(agent, text, signal):
+def dsh_compose_message(agent: Agent, text: str, signal: asyncio.Event) -> MaybeAwaitable[Composition] | None:
     """Turn the text a person typed into the message an agent is sent.
 
     Called by `Agent.compose` (and so by `Agent.submit`, `dsh run` and the terminal UI) once
@@ -411,7 +515,7 @@ def dsh_compose_message(agent, text, signal):
 
 
 @hookspec(firstresult=True)
-def dsh_scripted_reply(request):
+def dsh_scripted_reply(request: ModelRequest) -> str | None:
     """Answer a request to the keyless `scripted` model in its plain (script-less) mode.
 
     Called by the scripted model once per request it answers without a script, before its

@@ -4,11 +4,13 @@ A host is built from a `Config`: it registers the host's own hook implementation
 (`dsh_host.builtins`), discovers the installed plugins, imports and mounts the configured ones
 (then any plugin objects handed to `Host.start`), and exposes the store, the live sessions, the
 model registry and the service registry to them.
+
+Each of those parts is imported when first used, so a command that only reads the store loads
+neither the agent, the model adapters nor asyncio.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 import threading
@@ -20,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
-from dsh_host.models.registry import ModelRegistry
-from dsh_host.query import SessionQuery
 from dsh_host.services import Services
-from dsh_host.session.registry import SessionRegistry
-from dsh_host.store.base import SessionStore
-from dsh_host.store.registry import open_store
 
 if TYPE_CHECKING:
-    from dsh_host.agent import Agent
+    from dsh_host.agent.agent import Agent
+    from dsh_host.live_sessions import SessionRegistry
+    from dsh_host.models.registry import ModelRegistry
+    from dsh_host.query import SessionQuery
+    from dsh_host.sources.registry import SessionSources
+    from dsh_host.store.base import SessionStore
 
 HOST_PLUGIN = "dsh-host"
 BUILTIN_PLUGINS = ("dsh_host.builtins",)
@@ -76,7 +78,7 @@ class Host:
         """
         host = cls(config if config is not None else load_config())
         if session_query:
-            host.services.register("session_query", SessionQuery(host.sessions, host._store_now), owner=HOST_PLUGIN)
+            host.services.register_factory("session_query", host._make_session_query, owner=HOST_PLUGIN)
         names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
@@ -105,6 +107,8 @@ class Host:
         Its operations block: call them from a worker thread (`asyncio.to_thread`), as the
         session registry and the query service do.
         """
+        from dsh_host.store.registry import open_store
+
         return open_store(self, self.config.store_name, self.config.store_table(self.config.store_name))
 
     def _store_now(self) -> SessionStore:
@@ -114,14 +118,39 @@ class Host:
                 return self.store
         return self.store
 
+    def _make_session_query(self) -> SessionQuery:
+        # Built when first asked for: a command that reads no session never loads the query side.
+        from dsh_host.query import SessionQuery
+
+        return SessionQuery(self._registry_if_made, self._store_now, lambda: self.sources)
+
+    def _registry_if_made(self) -> SessionRegistry | None:
+        # What the query service reads live sessions from: a host that opened none has no
+        # registry, and a command that only reads the store never makes (or imports) one.
+        return self.__dict__.get("sessions")
+
     @cached_property
     def sessions(self) -> SessionRegistry:
-        """Live sessions of this process, persisted through `store`."""
-        return SessionRegistry(self._store_now)
+        """Live sessions of this process, persisted through `store` (never a source's: those are read-only)."""
+        from dsh_host.live_sessions import SessionRegistry
+
+        return SessionRegistry(self._store_now, read_only=lambda session_id: self.sources.refuse_write(session_id))
+
+    @cached_property
+    def sources(self) -> SessionSources:
+        """The session sources the mounted plugins register (`dsh_register_session_sources`).
+
+        Each opens on first use; `sources.owner(id)` names the one serving a session id.
+        """
+        from dsh_host.sources.registry import SessionSources, source_factories
+
+        return SessionSources(self, source_factories(self.hook), self.config.source_table)
 
     @cached_property
     def models(self) -> ModelRegistry:
         """Model adapters by provider (`host.models.resolve("openai:deepseek-chat")`)."""
+        from dsh_host.models.registry import ModelRegistry
+
         return ModelRegistry.from_hooks(self)
 
     async def open_agent(
@@ -133,7 +162,7 @@ class Host:
         `provider[:model]` spec (default `[host] model`). Close the agent with `await
         agent.close()`.
         """
-        from dsh_host.agent import Agent
+        from dsh_host.agent.agent import Agent
 
         resolved = self.models.resolve(model)
         if session_id is None:
@@ -149,11 +178,15 @@ class Host:
         self._closed = True
         loading.unmount_all(self, [(p.name, self._plugin_objects[p.name]) for p in self.mounted])
         self.mounted = []
+        if "sources" in self.__dict__:
+            self.sources.close()
         if "store" in self.__dict__:
             self.store.close()
 
     async def aclose(self) -> None:
         """Flush every live session (off the event loop), then `close()`."""
+        import asyncio
+
         if not self._closed and "sessions" in self.__dict__:
             await self.sessions.close()
         await asyncio.to_thread(self.close)

@@ -41,12 +41,33 @@ log = logging.getLogger("dsh.plugins")
 
 @dataclass(frozen=True)
 class InstalledPlugin:
-    """An entry point in group `dsh`, not necessarily imported."""
+    """An entry point in group `dsh`, not necessarily imported.
+
+    Its distribution's name and version are read from the distribution's metadata when asked
+    (`dsh plugins` asks; starting a host does not).
+    """
 
     name: str
     module: str
-    distribution: str | None
-    version: str | None
+    entry_point: metadata.EntryPoint = field(repr=False, compare=False)
+
+    @property
+    def distribution(self) -> str | None:
+        dist = self._dist
+        return dist.metadata["Name"] if dist is not None else None
+
+    @property
+    def version(self) -> str | None:
+        dist = self._dist
+        return dist.version if dist is not None else None
+
+    @property
+    def _dist(self) -> metadata.Distribution | None:
+        return self.entry_point.dist
+
+    def load(self) -> Any:
+        """Import the plugin's module (or object) as its entry point names it."""
+        return self.entry_point.load()
 
 
 @dataclass(frozen=True)
@@ -55,30 +76,29 @@ class MountedPlugin:
 
     name: str
     module: str
-    distribution: str | None
-    version: str | None
     hooks: tuple[str, ...] = field(default_factory=tuple)
+    installed: InstalledPlugin | None = field(default=None, repr=False, compare=False)
+    """The installed plugin it came from (None for a plugin object handed to `Host.start`)."""
+
+    @property
+    def distribution(self) -> str | None:
+        return self.installed.distribution if self.installed is not None else None
+
+    @property
+    def version(self) -> str | None:
+        return self.installed.version if self.installed is not None else None
 
 
 def discover() -> dict[str, InstalledPlugin]:
-    """Every installed plugin by name (the entry point name is the name in configuration)."""
-    found: dict[str, InstalledPlugin] = {}
-    for ep in metadata.entry_points(group=GROUP):
-        dist = getattr(ep, "dist", None)
-        found[ep.name] = InstalledPlugin(
-            name=ep.name,
-            module=ep.value,
-            distribution=dist.metadata["Name"] if dist is not None else None,
-            version=dist.version if dist is not None else None,
-        )
-    return found
+    """Every installed plugin by name (the entry point name is the name in configuration).
 
-
-def _entry_point(name: str) -> metadata.EntryPoint:
-    for ep in metadata.entry_points(group=GROUP):
-        if ep.name == name:
-            return ep
-    raise KeyError(name)
+    One pass over the installed distributions' entry points, which loads nothing and reads no
+    other metadata: discovery is part of every command's start-up.
+    """
+    return {
+        ep.name: InstalledPlugin(name=ep.name, module=ep.value, entry_point=ep)
+        for ep in metadata.entry_points(group=GROUP)
+    }
 
 
 def resolve_names(
@@ -164,7 +184,7 @@ def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -
     modules: dict[str, Any] = {}
     for name in names:
         try:
-            modules[name] = _entry_point(name).load()
+            modules[name] = installed[name].load()
         except Exception as exc:
             raise PluginError(f"plugin {name!r} failed to import: {type(exc).__name__}: {exc}") from exc
     return modules
@@ -193,14 +213,12 @@ def mount_all(host: PluginHost, names: list[str], modules: Mapping[str, Any]) ->
                 raise PluginError(f"plugin {name!r}: {exc}") from exc
             raise PluginError(f"plugin {name!r} failed to mount: {type(exc).__name__}: {exc}") from exc
         mounted.append((name, module))
-        info = host.installed.get(name)
         records.append(
             MountedPlugin(
                 name=name,
                 module=getattr(module, "__name__", repr(module)),
-                distribution=info.distribution if info else None,
-                version=info.version if info else None,
                 hooks=hooks_of(pm, module),
+                installed=host.installed.get(name),
             )
         )
     return records

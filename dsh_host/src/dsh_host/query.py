@@ -1,13 +1,16 @@
-"""The session query service (`host.services.session_query`): the read side of the store.
+"""The session query service (`host.services.session_query`): the read side of the store and sources.
 
-A session live in this process is answered from memory; others from the store, each read in
-one read transaction on a worker thread so concurrent reads overlap and a caller can stop
-waiting for one (a late result is simply dropped).
+A session live in this process is answered from memory; a session whose id carries a mounted
+source's prefix from that source; others from the store, each read in one read transaction on
+a worker thread so concurrent reads overlap and a caller can stop waiting for one (a late
+result is simply dropped). Listings and candidate searches answer from the store and every
+mounted source alike (`dsh_host.sources.ranking` puts their candidates in one order). A
+synchronous caller (a command) lists sessions with `list_sessions_now`, which reads on its own
+thread and needs no event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -16,12 +19,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionStore
-from dsh_host.store.search import name_matches, name_needle, rank_key
+from dsh_host.sources.ranking import merge_candidates, store_scorer
+from dsh_host.sources.registry import SessionSources
+from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, SessionStore
+from dsh_host.store.search import name_matches, name_needle
 from dsh_host.titles import latest_title
 
 if TYPE_CHECKING:
-    from dsh_host.session.registry import SessionRegistry
+    # asyncio is imported where a coroutine needs it (it is loaded by then): a command that
+    # only lists sessions never loads it.
+    import asyncio
+
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
 
 
@@ -29,7 +38,8 @@ class SessionRecord(NamedTuple):
     """A listed session: header fields, latest title, and where it lives.
 
     A named tuple (immutable, fields by name) because listing builds one per session: it is
-    several times cheaper to build than a frozen dataclass.
+    several times cheaper to build than a frozen dataclass. `source` names the session source
+    serving a session another agent keeps (None for dsh's own sessions).
     """
 
     id: str
@@ -38,35 +48,87 @@ class SessionRecord(NamedTuple):
     title: str | None
     live: bool
     persisted: bool
+    source: str | None = None
 
 
 @dataclass(frozen=True)
 class TitleSnapshot:
+    """A session's latest title: its text, the seq of its `session/title` event, and when it was set."""
+
     title: str
     event_seq: int
     updated_at: int
 
 
 class SessionQuery:
-    """Read sessions, live or persisted. All methods are coroutines."""
+    """Read sessions, live or persisted. Every method but `list_sessions_now` is a coroutine."""
 
-    def __init__(self, sessions: SessionRegistry, store: Callable[[], SessionStore]) -> None:
+    def __init__(
+        self,
+        sessions: Callable[[], SessionRegistry | None],
+        store: Callable[[], SessionStore],
+        sources: Callable[[], SessionSources] | None = None,
+    ) -> None:
+        """`sessions()` is the host's registry of live sessions, or None while it has made none
+        (every session is then answered from the store or a source); `store()` opens the store
+        on first use; `sources()` are the mounted session sources."""
         self._sessions = sessions
         self._store = store
+        self._sources = sources if sources is not None else _no_sources
 
     def _live(self, session_id: str) -> Session | None:
-        return self._sessions.get(session_id)
+        registry = self._sessions()
+        return registry.get(session_id) if registry is not None else None
 
-    async def _read(self, operation: str, *args: Any) -> Any:
-        """Run a store read on a worker thread (the store is opened there too, on first use)."""
-        return await asyncio.to_thread(lambda: getattr(self._store(), operation)(*args))
+    def _live_sessions(self) -> list[Session]:
+        registry = self._sessions()
+        return registry.live() if registry is not None else []
+
+    def _backend(self, session_id: str) -> Any:
+        """The source serving `session_id`, else the store (either opened here, on first use)."""
+        source = self._sources().for_session(session_id)
+        return source if source is not None else self._store()
+
+    async def _read(self, operation: str, session_id: str) -> Any:
+        """Run a read of one session on a worker thread, on the source or store that has it."""
+        import asyncio
+
+        return await asyncio.to_thread(lambda: getattr(self._backend(session_id), operation)(session_id))
 
     async def list_sessions(self) -> list[SessionRecord]:
-        """Every session, newest first (ties by id, code-point order); reads no log."""
-        rows = await self._read("list_sessions")
-        live = self._sessions.live()
+        """Every session of the store and the sources, newest first (ties by id, code-point order); reads no log."""
+        import asyncio
+
+        sources = self._sources()
+
+        def list_source(name: str) -> list[SessionRow]:
+            return sources.get(name).list_sessions()
+
+        listings = [asyncio.to_thread(lambda: self._store().list_sessions())]
+        listings += [asyncio.to_thread(list_source, name) for name in sources.names]
+        rows, *by_source = await asyncio.gather(*listings)
+        return self._records(rows, list(zip(sources.names, by_source, strict=True)))
+
+    def list_sessions_now(self) -> list[SessionRecord]:
+        """`list_sessions` for a synchronous caller: the store and sources are read on the calling thread."""
+        sources = self._sources()
+        by_source = [(name, sources.get(name).list_sessions()) for name in sources.names]
+        return self._records(self._store().list_sessions(), by_source)
+
+    def _records(self, rows: list[SessionRow], by_source: list[tuple[str, list[SessionRow]]]) -> list[SessionRecord]:
+        """The store's rows, with live sessions folded in, and each source's rows: newest first."""
+        records = self._stored_records(rows)
+        if not by_source:
+            return records
+        for name, source_rows in by_source:
+            records.extend(SessionRecord(r.id, r.created_at, r.cwd, r.title, False, False, name) for r in source_rows)
+        return sorted(records, key=lambda r: (-r.created_at, r.id))
+
+    def _stored_records(self, rows: list[SessionRow]) -> list[SessionRecord]:
+        """The store's rows with the live sessions of this process folded in, newest first."""
+        live = self._live_sessions()
         if not live:  # the store's order already is newest first, ties by id
-            stored, make = (False, True), SessionRecord._make
+            stored, make = (False, True, None), SessionRecord._make
             return [make(row + stored) for row in rows]
         records = {r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows}
         for session in live:
@@ -91,14 +153,18 @@ class SessionQuery:
         limit: int,
         signal: asyncio.Event | None = None,
     ) -> list[CandidateRow]:
-        """Sessions matching `query`, ranked, as the store's `search_candidates` finds them.
+        """Sessions matching `query`, ranked, as the store's and every source's `search_candidates` find them.
 
-        The store searches on a worker thread; setting `signal` (or cancelling the caller)
-        stops it there promptly. Live sessions are matched by name from memory (their latest
-        title may not be flushed yet, or the session not stored at all); their body matches
-        are the store's, so text not yet flushed is not found.
+        The store and each source search on worker threads; setting `signal` (or cancelling the
+        caller) stops them there promptly. Live sessions are matched by name from memory (their
+        latest title may not be flushed yet, or the session not stored at all); their body
+        matches are the store's, so text not yet flushed is not found. Store and source
+        candidates come in one order (`dsh_host.sources.ranking`).
         """
-        live = [session for session in self._sessions.live() if session.id != target_id]
+        import asyncio
+
+        live = [session for session in self._live_sessions() if session.id != target_id]
+        sources = self._sources()
         cancel = threading.Event()
         watcher = None
         if signal is not None:
@@ -106,20 +172,38 @@ class SessionQuery:
                 cancel.set()
             watcher = asyncio.ensure_future(signal.wait())
             watcher.add_done_callback(lambda done: done.cancelled() or cancel.set())
-        try:
-            rows = await asyncio.to_thread(
+
+        def search_source(name: str) -> list[CandidateRow]:
+            score = store_scorer(self._store())
+            return sources.get(name).search_candidates(
+                query, target_id=target_id, target_cwd=target_cwd, limit=limit, cancel=cancel, score=score
+            )
+
+        searches = [
+            asyncio.to_thread(
                 lambda: self._store().search_candidates(
                     query, target_id=target_id, target_cwd=target_cwd, limit=limit + len(live), cancel=cancel
                 )
             )
+        ]
+        searches += [asyncio.to_thread(search_source, name) for name in sources.names]
+        try:
+            rows, *by_source = await asyncio.gather(*searches)
         except asyncio.CancelledError:
             cancel.set()
             raise
         finally:
             if watcher is not None:
                 watcher.cancel()
-        if not live:
+        if not live and not by_source:
             return rows[:limit]
+        if live:
+            rows = self._with_live(rows, live, query)
+        scored = store_scorer(self._store()) is not None  # the store is open by now: it has searched
+        return merge_candidates(rows, by_source, target_cwd, scored=scored)[:limit]
+
+    def _with_live(self, rows: list[CandidateRow], live: list[Session], query: str) -> list[CandidateRow]:
+        """The store's candidates with this process's live sessions matched by name from memory."""
         found = {row.id: row for row in rows}
         needle = name_needle(query)
         for session in live:
@@ -135,7 +219,7 @@ class SessionQuery:
                 del found[session.id]  # it matched on a name it no longer has
             elif stored is not None:
                 found[session.id] = stored._replace(title=named.title)
-        return sorted(found.values(), key=lambda row: rank_key(row, target_cwd))[:limit]
+        return list(found.values())
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title, or None; raises SessionNotFound for an unknown id."""
@@ -163,10 +247,24 @@ class SessionQuery:
         read on one worker thread, so no event is decoded; live sessions from memory. Raises
         SessionNotFound for the first unknown id.
         """
-        stored_ids = [sid for sid in session_ids if self._live(sid) is None]
+        import asyncio
+
+        sources = self._sources()
+        groups: dict[str | None, list[str]] = {}
+        for sid in session_ids:
+            if self._live(sid) is None:
+                groups.setdefault(sources.owner(sid), []).append(sid)
+
+        def read_groups() -> list[SurfaceTexts]:
+            out: list[SurfaceTexts] = []
+            for name, ids in groups.items():
+                backend = self._store() if name is None else sources.get(name)
+                out.extend(backend.read_surface_texts(ids))
+            return out
+
         stored: dict[str, SurfaceTexts] = {}
-        if stored_ids:
-            for texts in await self._read("read_surface_texts", stored_ids):
+        if groups:
+            for texts in await asyncio.to_thread(read_groups):
                 stored[texts.header.id] = texts
         out = []
         for sid in session_ids:
@@ -187,6 +285,13 @@ class SessionQuery:
         if session is not None:
             return session.header
         return await self._read("read_header", session_id)
+
+
+def _no_sources() -> SessionSources:
+    return _NO_SOURCES
+
+
+_NO_SOURCES = SessionSources(None, {}, lambda name: {})
 
 
 def live_surface(session: Session) -> SurfaceSnapshot:
@@ -219,6 +324,8 @@ def record_json(record: SessionRecord) -> Mapping[str, Any]:
     out["title"] = record.title
     out["live"] = record.live
     out["persisted"] = record.persisted
+    if record.source is not None:
+        out["source"] = record.source
     return out
 
 

@@ -1,7 +1,13 @@
-"""Validators for plugin configuration tables.
+"""Readers for a plugin's configuration table (public namespace `dsh_host.settings`).
 
 Each reader takes the table's name (for example `plugins.compact`), the table itself and a key,
-and raises `ConfigError` naming the table, the key and the offending value.
+and raises `dsh_host.ConfigError` naming the table, the key and the offending value, so every
+plugin reports a bad configuration the same way::
+
+    from dsh_host.settings import read_int, reject_unknown
+
+    reject_unknown("plugins.hello", config, ("times",))
+    times = read_int("plugins.hello", config, "times", 1, minimum=1)
 """
 
 from __future__ import annotations
@@ -13,13 +19,16 @@ from typing import Any
 
 from dsh_host.errors import ConfigError
 
+__all__ = ["format_value", "read_bool", "read_float", "read_int", "read_str", "reject_unknown"]
+
 
 def reject_unknown(table: str, config: Mapping[str, Any], known: Iterable[str]) -> None:
     """Fail on the first key of `config` that is not in `known`."""
     allowed = set(known)
     for key in config:
         if key not in allowed:
-            raise ConfigError(f"[{table}] unknown key {key!r} (known: {', '.join(sorted(allowed))})")
+            expected = f"known: {', '.join(sorted(allowed))}" if allowed else "it takes no keys"
+            raise ConfigError(f"[{table}] unknown key {key!r} ({expected})")
 
 
 def read_int(
@@ -36,9 +45,9 @@ def read_int(
         return default
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {format_value(value)}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be an integer{_range(minimum, maximum)}, got {format_value(value)}")
     return value
 
 
@@ -57,9 +66,9 @@ def read_float(
     value = config[key]
     bounds = f" in ({above}, {at_most}]" if above is not None and at_most is not None else ""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {format_value(value)}")
     if (above is not None and value <= above) or (at_most is not None and value > at_most):
-        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be a number{bounds}, got {format_value(value)}")
     return float(value)
 
 
@@ -69,7 +78,7 @@ def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) ->
         return default
     value = config[key]
     if not isinstance(value, bool):
-        raise ConfigError(f"[{table}] {key} must be true or false, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be true or false, got {format_value(value)}")
     return value
 
 
@@ -79,11 +88,11 @@ def read_str(table: str, config: Mapping[str, Any], key: str, default: str | Non
         return default
     value = config[key]
     if not isinstance(value, str):
-        raise ConfigError(f"[{table}] {key} must be a string, got {show(value)}")
+        raise ConfigError(f"[{table}] {key} must be a string, got {format_value(value)}")
     return value
 
 
-def show(value: Any) -> str:
+def format_value(value: Any) -> str:
     """A configuration value as TOML would write it (`true`, `"text"`, `1.5`)."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from dsh_host.jstext import JS_WHITESPACE
 from dsh_host.session.events import display_prompt_content, text_of
+from dsh_host.text import JS_WHITESPACE
 
 if TYPE_CHECKING:
     from dsh_host.session.events import Event

@@ -1,39 +1,41 @@
 """The `retention` plugin: mounts the retention library as the host service `retention`.
 
 A host imports this module through the `dsh` entry point; `import dsh_retention` alone never
-needs pluggy or the host.
+needs pluggy or the host. The service is built when first asked for, so mounting the plugin
+(every `dsh` command does) loads none of the library.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from .service import RetentionService
+if TYPE_CHECKING:
+    # For the type checker only: dsh-retention declares no dependency on dsh-host.
+    from dsh_host import Host
 
-# Made here rather than imported from dsh_host: the host depends on this package, not the reverse.
+    from .service import RetentionService
+
+# Made here rather than imported from dsh_host, for the same reason.
 hookimpl = pluggy.HookimplMarker("dsh")
 
 
-class _Services(Protocol):
-    def register(self, name: str, service: object) -> None: ...
-
-
-class _Host(Protocol):
-    @property
-    def services(self) -> _Services: ...
-
-
 @hookimpl
-def dsh_mount(host: _Host, config: Mapping[str, object]) -> None:
+def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
     """Register the `retention` service; the plugin takes no settings, so any key is a `ConfigError`."""
     if config:
-        # Imported here, not at the top: the dependency runs from the host to this package, and
-        # only a running host calls this hook, so dsh_host is already imported when it does.
+        # Imported here, not at the top: only a running host calls this hook, so dsh_host is
+        # imported by then, though dsh-retention does not declare it.
         from dsh_host import ConfigError
 
         key = next(iter(config))
         raise ConfigError(f"[plugins.retention] unknown key {key!r}")
-    host.services.register("retention", RetentionService())
+    host.services.register_factory("retention", _service)
+
+
+def _service() -> RetentionService:
+    from .service import RetentionService
+
+    return RetentionService()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from dsh_host import abandon_on
+from dsh_host.asyncs import abandon_on
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError
 
 T = TypeVar("T")

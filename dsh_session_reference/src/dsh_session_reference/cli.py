@@ -1,16 +1,21 @@
-"""`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending."""
+"""`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending.
+
+Every `dsh` command registers these commands, so each imports what it uses: `uri`, `mention`
+and `parse` only compute, and `$(dsh ref mention ID)` starts as fast as a command can; the
+commands that read sessions load asyncio.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from dsh_host import ComposeError, DshError, SessionNotFound, display_inline_text, display_text, inert_json
-from dsh_session_reference.errors import SessionReferenceError, render_error_chain
-from dsh_session_reference.mentions import format_mention, parse_text
-from dsh_session_reference.uri import encode_uri
+from dsh_host import DshError, display_inline_text, display_text, inert_json
+
+if TYPE_CHECKING:
+    from dsh_session_reference.errors import SessionReferenceError
 
 
 class ReferenceFailed(DshError):
@@ -18,6 +23,8 @@ class ReferenceFailed(DshError):
 
 
 def _fail(error: SessionReferenceError) -> ReferenceFailed:
+    from dsh_session_reference.errors import render_error_chain
+
     return ReferenceFailed(f"{render_error_chain(error)} ({error.code})")
 
 
@@ -29,6 +36,8 @@ def _service(host):
 
 
 async def _target(host, target_id: str):
+    from dsh_host import SessionNotFound
+
     try:
         return await host.services.session_query.read_header(target_id)
     except SessionNotFound as exc:
@@ -44,6 +53,8 @@ def ref() -> None:
 @click.argument("session_id")
 def uri(session_id: str) -> None:
     """Print the canonical `dsh-session:` URI of SESSION_ID."""
+    from dsh_session_reference.uri import encode_uri
+
     click.echo(encode_uri(session_id))
 
 
@@ -52,6 +63,8 @@ def uri(session_id: str) -> None:
 @click.option("--label", default=None, help="Label to show instead of the id.")
 def mention(session_id: str, label: str | None) -> None:
     """Print the `@[label](uri)` mention of SESSION_ID."""
+    from dsh_session_reference.mentions import format_mention
+
     click.echo(display_inline_text(format_mention(session_id, label)))
 
 
@@ -60,6 +73,9 @@ def mention(session_id: str, label: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def parse(text: str, as_json: bool) -> None:
     """Parse mentions out of TEXT: the readable text and the references found."""
+    from dsh_session_reference.errors import SessionReferenceError
+    from dsh_session_reference.mentions import parse_text
+
     try:
         parsed = parse_text(text)
     except SessionReferenceError as exc:
@@ -82,6 +98,10 @@ def parse(text: str, as_json: bool) -> None:
 @click.pass_obj
 def candidates(host, target_id: str, query: str, limit: int | None, as_json: bool) -> None:
     """List sessions TARGET may mention, best first (same cwd, then no cwd, then others)."""
+    import asyncio
+
+    from dsh_session_reference.errors import SessionReferenceError
+
     service = _service(host)
 
     async def go():
@@ -109,6 +129,11 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
 @click.pass_obj
 def preview(host, target_id: str, text: str, as_json: bool) -> None:
     """Print exactly what the target's agent would send for TEXT (content and contexts); sends nothing."""
+    import asyncio
+
+    from dsh_host import ComposeError, SessionNotFound
+    from dsh_session_reference.errors import SessionReferenceError
+
     _service(host)
 
     async def go():

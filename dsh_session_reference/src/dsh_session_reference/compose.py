@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_host import ComposeError, Composition
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
 from dsh_session_reference.mentions import has_reference, parse_text
-from dsh_session_reference.service import SessionReferenceService
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_session_reference.service import SessionReferenceService
 
 INVALID = "Invalid session reference: "
 FAILED = "Session reference failed: "

@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from dsh_host import escape_lone_surrogates
+from dsh_host.text import escape_lone_surrogates
 
 NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
 

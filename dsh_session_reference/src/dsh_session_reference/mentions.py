@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dsh_host import JS_WHITESPACE
+from dsh_host.text import JS_WHITESPACE
 from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 # Characters JS `.` refuses to match.

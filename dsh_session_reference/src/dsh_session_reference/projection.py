@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
-from dsh_host import SurfaceText, join_surrogate_pairs, surface_text
+from dsh_host import SurfaceText
+from dsh_host.log import surface_text
+from dsh_host.text import join_surrogate_pairs
 from dsh_retention import utf8_length
 
 Role = Literal["user", "assistant"]

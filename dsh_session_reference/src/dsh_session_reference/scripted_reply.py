@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import re
 
-from dsh_host import PROMPT_DELIMITER, ModelRequest, message_text, shorten_text, unanswered_messages
+from dsh_host import ModelRequest
+from dsh_host.log import PROMPT_DELIMITER
+from dsh_host.models import message_text, unanswered_messages
+from dsh_host.text import shorten_text
 
 REPLY_LIMIT = 200  # as much of the request as the scripted model's own echo quotes
 _REFERENCED = re.compile(r"<referenced-sessions>\n?(.*?)\n?</referenced-sessions>", re.DOTALL)

@@ -8,26 +8,23 @@ through this snapshot, and later changes to the source never change it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host import ignore_outcome
+from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
-from dsh_session_reference.frame import build_context
+from dsh_session_reference.limits import (
+    DEFAULT_CANDIDATE_LIMIT,
+    DEFAULT_MAX_REFERENCE_BYTES,
+    MAX_REFERENCES,
+    MAX_SAFE_INTEGER,
+)
 from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
-from dsh_session_reference.projection import project_texts
-from dsh_session_reference.retention import retain_source
-
-MAX_REFERENCES = 3
-DEFAULT_CANDIDATE_LIMIT = 50
-DEFAULT_MAX_REFERENCE_BYTES = 65536
-MAX_SAFE_INTEGER = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -99,6 +96,14 @@ class SessionReferenceService:
         wins), the count; then cancellation; then every source is read at once; any failure
         rejects the whole call, so a host never sends a partial context.
         """
+        # Imported by the first preparation, not by mounting: the snapshot's making reads the
+        # log's text (dsh_host.log) and runs on an event loop.
+        import asyncio
+
+        from dsh_session_reference.frame import build_context
+        from dsh_session_reference.projection import project_texts
+        from dsh_session_reference.retention import retain_source
+
         copied = json.loads(json.dumps(list(content)))
         target_id, _ = target_identity(target)
         normalized = self._normalize(references, target_id)
@@ -159,7 +164,7 @@ class SessionReferenceService:
     ) -> list[Candidate]:
         """Sessions the target may mention, ranked; the query service's store does the search.
 
-        A session matches on its id, cwd or latest title (ranked as the spec's candidates), or
+        A session matches on its id, cwd or latest title (ranked by cwd group, then newest first), or
         on what was said in it (then the candidate carries a snippet, and ranks after the name
         matches of its cwd group).
         """

@@ -1,7 +1,8 @@
 """Session references in the terminal UI: the transcript's card line and the `@` session menu.
 
-The plugin registers both through the host's hooks (spec 9.2 and 9.4): `render_reference` for
-contexts whose `meta.kind` is `session-reference`, `SessionCompletions` as a mention source.
+The plugin registers both through the host's hooks: `render_reference` renders the contexts
+whose `meta.kind` is `session-reference` (`dsh_register_context_renderers`),
+`SessionCompletions` is a mention source (`dsh_register_completions`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dsh_host import MentionCompletion, display_inline_text, display_text, iso_utc, transcript_card
+from dsh_host import display_inline_text, display_text
+from dsh_host.text import iso_utc
+from dsh_host.ui import MentionCompletion, card
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.mentions import format_mention
 
@@ -40,8 +43,8 @@ def reference_card(meta: Any) -> str | None:
 
 def render_reference(meta: Mapping[str, Any]) -> Any:
     """The card of a reference context as a transcript item, or None for an invalid meta."""
-    card = reference_card(meta)
-    return transcript_card(card) if card is not None else None
+    text = reference_card(meta)
+    return card(text) if text is not None else None
 
 
 class SessionCompletions:

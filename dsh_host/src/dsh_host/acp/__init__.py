@@ -8,13 +8,16 @@ without session-reference (`dsh_host.acp.cli`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    import click
+
 
 @hookimpl
-def dsh_register_commands(cli: Any) -> None:
+def dsh_register_commands(cli: click.Group) -> None:
     """Add `dsh acp`."""
     from dsh_host.acp.cli import acp
 

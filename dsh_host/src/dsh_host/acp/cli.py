@@ -7,22 +7,25 @@ stream) and the frames go to a private duplicate of the original stdout.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import importlib.util
 import logging
 import os
-import signal
 import stat
 import sys
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
 from dsh_host.config import Config
 from dsh_host.host import Host
+
+if TYPE_CHECKING:
+    # Registering the command (every dsh run) must not load asyncio: the functions that run the
+    # server import it.
+    import asyncio
 
 log = logging.getLogger("dsh.acp")
 
@@ -46,6 +49,8 @@ def acp(host: Host) -> None:
         raise click.UsageError("dsh acp: stdin must be a pipe, a socket or a terminal")
     if importlib.util.find_spec("acp") is None:
         raise click.UsageError(SDK_MISSING)
+    import asyncio
+
     config = acp_config(host)
     with _stdout_to_stderr() as protocol_out:
         asyncio.run(_serve(config, protocol_out))
@@ -64,6 +69,9 @@ def acp_config(host: Host) -> Config:
 
 
 async def _serve(config: Config, protocol_out: IO[bytes]) -> None:
+    import asyncio
+    import signal
+
     from dsh_host import __version__
     from dsh_host.acp.server import AcpServer
 
@@ -82,6 +90,8 @@ async def _serve(config: Config, protocol_out: IO[bytes]) -> None:
 
 
 async def _stdio_streams(protocol_out: IO[bytes]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     # A duplicate of stdin: closing the transport must not close the process's stdin.

@@ -39,7 +39,8 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
-from dsh_host.agent import Agent, Ticket
+from dsh_host.agent.agent import Agent
+from dsh_host.agent.tickets import Ticket
 from dsh_host.session.session import Session
 
 if TYPE_CHECKING:

@@ -401,7 +401,11 @@ class Agent:
             self._stop_publishing = None
 
     def _publish_event(self, session: Session, event: Event) -> None:
-        emit(self.host.hook.dsh_session_event, {"session": session, "event": event}, self._track_awaitable)
+        emit(
+            self.host.hook.dsh_session_event,
+            {"host": self.host, "session": session, "event": event},
+            self._track_awaitable,
+        )
 
     def notify(self, hook: str, **arguments: Any) -> None:
         """Call the observation hook named `hook` with `arguments` on every implementation.

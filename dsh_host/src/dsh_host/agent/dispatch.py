@@ -1,4 +1,4 @@
-"""How the agent calls its hooks in the spec's three modes: emit, serial and waterfall.
+"""How the agent calls its hooks, in one of three modes: emit, serial and waterfall.
 
 - emit: a notification. Every implementation is called, each failure is logged and contained,
   and an awaitable an implementation returns is handed to `track` (the agent keeps it until it

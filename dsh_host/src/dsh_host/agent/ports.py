@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.base import ModelAdapter
     from dsh_host.models.registry import ModelRegistry
     from dsh_host.plugins import HostPluginManager
-    from dsh_host.session.registry import SessionRegistry
     from dsh_host.session.session import Session
     from dsh_host.tools.base import Tool
 

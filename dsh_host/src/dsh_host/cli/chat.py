@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from dsh_host.host import Host
+if TYPE_CHECKING:
+    from dsh_host.host import Host
 
 
 def open_chat(host: Host, *, session_id: str | None, continue_last: bool) -> None:

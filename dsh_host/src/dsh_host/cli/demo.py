@@ -12,21 +12,22 @@ that writes session mentions), saying which is missing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import click
-from rich.console import Console
 
 from dsh_host.cli.sessions import describe_event
-from dsh_host.config import load_config
 from dsh_host.errors import DshError
-from dsh_host.host import Host
-from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.terminal_text import display_inline_text, display_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dsh_host.host import Host
 
 
 @runtime_checkable
@@ -76,6 +77,14 @@ class DemoError(DshError):
 @click.pass_obj
 def demo(host: Host, data_dir: Path | None) -> None:
     """Run the keyless cross-session reference scenario and print what happened."""
+    # Imported here: registering the command (every dsh run) must not load the agent or the UI.
+    import asyncio
+
+    from rich.console import Console
+
+    from dsh_host.config import load_config
+    from dsh_host.host import Host
+
     # Absolute, so the printed `DSH_HOME=...` works from any directory.
     data_dir = (data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))).absolute()
     # The standard features that are installed, whatever this host's configuration mounts.

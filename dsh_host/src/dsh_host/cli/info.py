@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from dsh_host.host import Host
+if TYPE_CHECKING:
+    from dsh_host.host import Host
 
 
 @click.command()

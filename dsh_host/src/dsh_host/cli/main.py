@@ -4,6 +4,9 @@ Configuration decides which plugins are mounted, and mounted plugins add subcomm
 global options (`--config`, `--debug`, `--version`) are read and taken off the command line before
 click parses the rest: load and validate the configuration, mount the plugins, then build and run
 the command group.
+Only what the command being run needs is imported: `--version` loads click and the version
+alone, and the host, its store and the mounted plugins are imported once configuration says
+which.
 Errors print one line, `dsh: error: <message>`, and exit 2 for usage or configuration and 1
 for runtime failures; a traceback is printed only with `--debug`.
 """
@@ -11,20 +14,20 @@ for runtime failures; a traceback is printed only with `--debug`.
 from __future__ import annotations
 
 import contextlib
-import logging
+import gc
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from dsh_host import __version__
-from dsh_host.cli import chat
-from dsh_host.cli.progress_bar import drawing_progress
-from dsh_host.config import load_config
 from dsh_host.errors import DshError
-from dsh_host.host import Host
-from dsh_host.tui.terminal_text import display_text
+from dsh_host.terminal_text import display_text
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
 
 _GLOBAL_OPTIONS_HELP = """\b
 Global options (before the command):
@@ -64,46 +67,6 @@ def _global_options(argv: Sequence[str]) -> tuple[str | None, bool, bool, list[s
     return config, debug, version, rest + args[i:]
 
 
-class _OneLine(logging.Formatter):
-    """Warnings as one line on stderr; tracebacks only with --debug."""
-
-    def __init__(self, debug: bool) -> None:
-        super().__init__("dsh: %(levelname)s: %(message)s")
-        self._debug = debug
-
-    def format(self, record: logging.LogRecord) -> str:
-        # A copy: other handlers of the same record (a test's log capture) see it unchanged.
-        line = logging.makeLogRecord({**record.__dict__, "levelname": record.levelname.lower()})
-        if not self._debug and record.exc_info:
-            exc = record.exc_info[1]
-            line.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
-            line.args, line.exc_info, line.exc_text = (), None, None
-        return super().format(line)
-
-
-@contextlib.contextmanager
-def _logging_to_stderr(debug: bool) -> Iterator[None]:
-    """Show the `dsh.*` loggers' records on stderr, one line each, until the command returns.
-
-    The previous configuration of the `dsh` logger comes back afterwards, so `main` called in
-    a process (a test, a host embedding the command) leaves no handler behind.
-    """
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine(debug))
-    logger = logging.getLogger("dsh")
-    saved = logger.handlers[:], logger.level, logger.propagate
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
-    logger.propagate = False
-    try:
-        # Progress of long work (first-open indexing) is a bar on a terminal, not log lines.
-        with drawing_progress(sys.stderr):
-            yield
-    finally:
-        logger.handlers[:], level, logger.propagate = saved
-        logger.setLevel(level)
-
-
 def build_cli(host: Host) -> click.Group:
     """The root command group; its commands (the host's own and the plugins') come from `dsh_register_commands`."""
 
@@ -118,15 +81,25 @@ def build_cli(host: Host) -> click.Group:
     def cli(ctx: click.Context) -> None:
         ctx.obj = host
         if ctx.invoked_subcommand is None:
-            chat.open_chat(host, session_id=None, continue_last=False)
+            from dsh_host.cli.chat import open_chat
+
+            open_chat(host, session_id=None, continue_last=False)
 
     host.hook.dsh_register_commands(cli=cli)
     return cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `dsh` command line on `argv` (default `sys.argv[1:]`); returns the exit code."""
+    """Run the `dsh` command line on `argv` (default `sys.argv[1:]`); returns the exit code.
+
+    Without `argv`, as the `dsh` program runs it, the process is taken to end when the command
+    does, and the cyclic garbage collector is kept off the objects start-up makes (see
+    `_start_up_done`).
+    """
     debug = False
+    as_program = argv is None
+    if as_program:
+        gc.disable()
     # Closing the host (which can warn) and then restoring logging, after any error is reported.
     with contextlib.ExitStack() as stack:
         try:
@@ -134,9 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if version:
                 click.echo(f"dsh {__version__}")
                 return 0
-            stack.enter_context(_logging_to_stderr(debug))
+            from dsh_host.cli.stderr import logging_to_stderr
+            from dsh_host.config import load_config
+            from dsh_host.host import Host
+
+            stack.enter_context(logging_to_stderr(debug))
             host = stack.enter_context(Host.start(load_config(config_path)))
-            build_cli(host).main(args, prog_name="dsh", standalone_mode=False)
+            cli = build_cli(host)
+            if as_program:
+                _start_up_done()
+            cli.main(args, prog_name="dsh", standalone_mode=False)
             return 0
         except click.exceptions.Exit as exc:
             return exc.exit_code
@@ -158,6 +138,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 traceback.print_exc()
             click.echo(f"dsh: error: {type(exc).__name__}: {display_text(str(exc))}", err=True)
             return 1
+
+
+def _start_up_done() -> None:
+    """Freeze what start-up made, then collect as usual.
+
+    Start-up (the modules, the host, its plugins and commands) makes objects that live until
+    the process exits, by the hundred thousand: collections during start-up find nothing to
+    free, and each later one, the last at exit included, would walk all of them again. Frozen,
+    they are never walked; what the command itself makes is collected as always. Only for a
+    process that ends with the command: in a process that goes on (a test calling `main(argv)`)
+    freezing would keep whatever garbage was waiting, for good.
+    """
+    gc.freeze()
+    gc.enable()
 
 
 if __name__ == "__main__":

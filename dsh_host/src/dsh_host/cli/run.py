@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dsh_host.agent.composition import ComposeError
 from dsh_host.errors import DshError
-from dsh_host.host import Host
-from dsh_host.session.events import Event
-from dsh_host.session.session import Session
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.events import Event
+    from dsh_host.session.session import Session
 
 KEYLESS_NOTICE = 'the scripted model answers (keyless); set [host] model = "openai:deepseek-chat" for a real one'
 
@@ -43,6 +43,8 @@ def announce_model(host: Host) -> None:
 
 async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Any) -> Session:
     """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events."""
+    from dsh_host.agent.composition import ComposeError
+
     agent = await host.open_agent(session_id)
     session = agent.session
 
@@ -86,6 +88,9 @@ def run(host: Host, prompt: str, session_id: str | None, as_json: bool) -> None:
             # The reader went away (`dsh run ... | head`): keep running the turn quietly.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
+
+    # Imported here: registering the command (every dsh run) must not load the agent loop.
+    import asyncio
 
     announce_model(host)
     try:

@@ -1,26 +1,30 @@
-"""`dsh sessions list|search|show|export|import|check`."""
+"""`dsh sessions list|search|show|export|import|check`.
+
+This module is imported whenever the commands are registered, that is by every `dsh` run: what
+only one subcommand needs (asyncio, the log reader, the checker) it imports itself.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from dsh_host.errors import ConfigError, DshError
-from dsh_host.host import Host
-from dsh_host.jstext import iso_utc
-from dsh_host.query import record_json
-from dsh_host.session.check import Violation, check_log
-from dsh_host.session.events import SessionHeader
-from dsh_host.session.jsonl import InvalidLog, export_lines, read_logs
-from dsh_host.store.base import SessionNotFound, StoreError
-from dsh_host.tui.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.terminal_text import display_inline_text, display_text, inert_json
+from dsh_host.text import iso_utc
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+    from dsh_host.session.check import Finding
+    from dsh_host.session.events import SessionHeader
+    from dsh_host.session.jsonl import ParsedLog
+    from dsh_host.sources.base import SourceFileReport
 
 
 class ImportFailed(DshError):
@@ -28,7 +32,7 @@ class ImportFailed(DshError):
 
 
 class LogViolations(DshError):
-    """Stored logs that break a log invariant (each violation was printed)."""
+    """Stored logs that break a log invariant, or carry notes under `--strict` (each finding was printed)."""
 
 
 @click.group()
@@ -41,7 +45,9 @@ def sessions() -> None:
 @click.pass_obj
 def list_(host: Host, as_json: bool) -> None:
     """List sessions, newest first."""
-    records = asyncio.run(host.services.session_query.list_sessions())
+    from dsh_host.query import record_json
+
+    records = host.services.session_query.list_sessions_now()
     for record in records:
         if as_json:
             click.echo(inert_json(json.dumps(record_json(record), ensure_ascii=False)))
@@ -65,6 +71,8 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     The query is plain words (no search syntax). A session that matched on what was said shows
     a snippet around the match on the line below it.
     """
+    import asyncio
+
     target_cwd = str(Path.cwd()) if cwd is None else cwd
     rows = asyncio.run(
         host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
@@ -104,6 +112,10 @@ def age(created_at: float, now: float) -> str:
 @click.pass_obj
 def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
     """Show a session's log (or its current surface)."""
+    import asyncio
+
+    from dsh_host.store.base import SessionNotFound
+
     query = host.services.session_query
     try:
         if surface:
@@ -177,8 +189,11 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None)
 
 
 def _one_log(host: Host, session_id: str) -> tuple[SessionHeader, list[str]]:
+    from dsh_host.store.base import SessionNotFound
+
+    source = host.sources.for_session(session_id)
     try:
-        return host.store.read_lines(session_id)
+        return (host.store if source is None else source).read_lines(session_id)
     except SessionNotFound as exc:
         live = host.sessions.get(session_id)
         if live is None:
@@ -192,6 +207,8 @@ def _every_log(host: Host) -> Iterator[tuple[SessionHeader, list[str]]]:
 
 
 def _write_logs(out: TextIO, logs: Iterable[tuple[SessionHeader, list[str]]]) -> None:
+    from dsh_host.session.jsonl import export_lines
+
     for header, lines in logs:
         out.writelines(export_lines(header, lines))
 
@@ -205,8 +222,12 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
 
     A file may hold several logs one after another, as `dsh sessions export --all` writes them.
     Each failure gets one error line; unless one file of one log was named, a last line counts
-    the files not (wholly) imported.
+    the files not (wholly) imported. A log exported from a session source (another agent's
+    session, read-only) becomes a dsh copy under a new id, its `parentSession` naming the original.
     """
+    from dsh_host.session.jsonl import InvalidLog, read_logs
+    from dsh_host.store.base import StoreError
+
     store = host.store  # a store that cannot be opened fails the command, before any file is read
     failures = 0
     for path in files:
@@ -224,6 +245,8 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
             continue
         failed = False
         for parsed in logs:
+            original = parsed.header.id
+            parsed = _as_copy(host, parsed)
             try:
                 store.import_log(parsed.header, parsed.events, replace=replace)
             except StoreError as exc:
@@ -232,43 +255,118 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
                 failed = True
                 click.echo(f"dsh: error: {display_text(str(exc))}", err=True)
                 continue
-            click.echo(f"imported {display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
+            copied = "" if parsed.header.id == original else f"{display_inline_text(original)} as "
+            click.echo(f"imported {copied}{display_inline_text(parsed.header.id)} ({len(parsed.events)} events)")
         failures += failed
     if failures:
         raise ImportFailed(f"{failures} of {len(files)} file(s) not imported")
 
 
+def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
+    """A source session's log as a dsh copy (a new id, the original as parent); others unchanged."""
+    import dataclasses
+
+    from dsh_host.live_sessions import new_session_id
+    from dsh_host.session.jsonl import ParsedLog
+
+    original = parsed.header.id
+    if host.sources.owner(original) is None:
+        return parsed
+    header = dataclasses.replace(parsed.header, id=new_session_id(), parent_session=original, seed_length=None)
+    return ParsedLog(header, parsed.events)
+
+
 @sessions.command()
 @click.argument("session_id", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print violations as JSON lines.")
+@click.option("--source", "source_name", help="Report only this session source's files (lines it could not read).")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON lines.")
+@click.option("--strict", is_flag=True, help="Fail on notes too, not only on violations.")
 @click.pass_obj
-def check(host: Host, session_id: str | None, as_json: bool) -> None:
+def check(host: Host, session_id: str | None, source_name: str | None, as_json: bool, strict: bool) -> None:
     """Check stored logs against the log invariants (every session when none is named).
 
-    Prints one line per violation: the session, the event's seq (`-` for the header), the rule
-    and what broke; exits 1 when there is any. The mounted plugins add the rules of their own
-    event types (`dsh_log_invariants`).
+    Prints one line per finding: the session, the event's seq (`-` for the header), whether it
+    is a violation or a note, the rule and what was found. A violation breaks a rule of the log
+    format; a note is about a log that breaks none but, say, cannot be resumed. Exits 1 when
+    there is a violation (or, with `--strict`, any finding). The mounted plugins add the rules
+    of their own event types (`dsh_log_invariants`). Then, for each session source (or the one
+    `--source` names, or the one serving SESSION_ID), one line per file with lines the source
+    skipped (not JSON, cut short, too long): those are reported, not findings.
     """
+    from dsh_host.session.check import Note, check_log
+    from dsh_host.store.base import SessionNotFound
+
+    if source_name is not None or (session_id is not None and host.sources.owner(session_id) is not None):
+        _report_sources(host, session_id, source_name, as_json)
+        return
     invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
     ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
-    violations = broken = 0
+    violations = notes = failed = 0
     for sid in ids:
         try:
             header, events = host.store.read_events(sid)
         except SessionNotFound as exc:
             raise DshError(str(exc)) from None
         found = check_log(header, events, invariants)
-        broken += bool(found)
-        violations += len(found)
-        for violation in found:
-            click.echo(_violation_line(sid, violation, as_json))
-    if violations:
-        raise LogViolations(f"{violations} violation(s) in {broken} of {len(ids)} session(s)")
+        session_notes = sum(isinstance(finding, Note) for finding in found)
+        violations += len(found) - session_notes
+        notes += session_notes
+        failed += len(found) > (0 if strict else session_notes)
+        for finding in found:
+            click.echo(_finding_line(sid, finding, as_json))
+    if session_id is None:
+        _report_sources(host, None, None, as_json)
+    if violations or (strict and notes):
+        counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
+        raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
 
 
-def _violation_line(session_id: str, violation: Violation, as_json: bool) -> str:
+def _report_sources(host: Host, session_id: str | None, source_name: str | None, as_json: bool) -> None:
+    """One line per source file with skipped lines (of one session, one source, or every source)."""
+    if source_name is not None and source_name not in host.sources.names:
+        known = ", ".join(host.sources.names) or "(none)"
+        raise ConfigError(f"dsh sessions check: unknown source {source_name!r}; mounted sources: {known}")
+    if session_id is not None:
+        name = host.sources.owner(session_id)
+        if name is None or (source_name is not None and name != source_name):
+            raise DshError(f"session {json.dumps(session_id, ensure_ascii=False)} is not one of source {source_name!r}")
+        reports = [(name, report) for report in host.sources.get(name).check(session_id)]
+    else:
+        names = host.sources.names if source_name is None else (source_name,)
+        reports = [(name, report) for name in names for report in host.sources.get(name).check()]
+    for name, report in reports:
+        click.echo(_source_line(name, report, as_json))
+
+
+def _source_line(source: str, report: SourceFileReport, as_json: bool) -> str:
     if as_json:
-        record = {"session": session_id, "seq": violation.seq, "rule": violation.rule, "message": violation.message}
+        record = {
+            "source": source,
+            "path": report.path,
+            "session": report.session_id,
+            "skipped": report.skipped,
+            "oversized": report.oversized,
+        }
         return inert_json(json.dumps(record, ensure_ascii=False))
-    seq = "-" if violation.seq is None else str(violation.seq)
-    return f"{display_inline_text(session_id)}  seq {seq}  {violation.rule}  {display_inline_text(violation.message)}"
+    over = f" ({report.oversized} too long to read)" if report.oversized else ""
+    plural = "" if report.skipped == 1 else "s"
+    return f"{source}  {display_inline_text(report.path)}  {report.skipped} skipped line{plural}{over}"
+
+
+def _finding_line(session_id: str, finding: Finding, as_json: bool) -> str:
+    from dsh_host.session.check import Note
+
+    kind = "note" if isinstance(finding, Note) else "violation"
+    if as_json:
+        record = {
+            "session": session_id,
+            "seq": finding.seq,
+            "kind": kind,
+            "rule": finding.rule,
+            "message": finding.message,
+        }
+        return inert_json(json.dumps(record, ensure_ascii=False))
+    seq = "-" if finding.seq is None else str(finding.seq)
+    return (
+        f"{display_inline_text(session_id)}  seq {seq}  {kind}  {finding.rule}  {display_inline_text(finding.message)}"
+    )

@@ -1,19 +1,60 @@
-"""The commands of the PostgreSQL store: `dsh store init`, `dsh sessions share|unshare`.
+"""The built-in plugin `store-postgres`: the PostgreSQL store and its commands.
 
-Added by the `store-postgres` plugin (`dsh_host.store.postgres_plugin`), so they exist exactly
-when `[host] store = "postgres"`.
+The host mounts it when `[host] store = "postgres"` (and only then). It registers the store
+`postgres` (configured by `[stores.postgres]`: `dsn`, `pool_size`, `statement_timeout_ms`) and
+the commands `dsh store init`, `dsh sessions share` and `dsh sessions unshare`. psycopg comes
+with the extra `dsh-host[postgres]`, and is imported only when the store is opened or a command
+runs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dsh_host.errors import DshError
-from dsh_host.store.base import SessionNotFound
-from dsh_host.store.postgres_loader import STORE, postgres_module
-from dsh_host.tui.terminal_text import display_inline_text
+from dsh_host.errors import ConfigError, DshError
+from dsh_host.hookspecs import StoreFactory, hookimpl
+from dsh_host.store.base import SessionNotFound, SessionStore
+from dsh_host.terminal_text import display_inline_text
+
+if TYPE_CHECKING:
+    from dsh_host.host import Host
+
+STORE = "postgres"
+
+
+def postgres_module() -> ModuleType:
+    """The store's package, or a ConfigError saying how to install it."""
+    try:
+        from dsh_host.store import postgres
+    except ImportError as exc:
+        raise ConfigError(
+            f"[host] store = \"postgres\" needs psycopg: pip install 'dsh-host[postgres]' ({exc})"
+        ) from None
+    return postgres
+
+
+def open_postgres_store(host: Host, table: Mapping[str, Any]) -> SessionStore:
+    """`[stores.postgres]`: `dsn` (libpq; no password), `pool_size`, `statement_timeout_ms`."""
+    store: SessionStore = postgres_module().PostgresSessionStore.from_table(table)
+    return store
+
+
+@hookimpl
+def dsh_register_stores(register: Callable[[str, StoreFactory], None]) -> None:
+    register(STORE, open_postgres_store)
+
+
+@hookimpl
+def dsh_register_commands(cli: click.Group) -> None:
+    cli.add_command(store_group)
+    sessions = cli.commands["sessions"]
+    assert isinstance(sessions, click.Group)  # the host's own `dsh sessions`
+    sessions.add_command(share)
+    sessions.add_command(unshare)
 
 
 @click.group("store")

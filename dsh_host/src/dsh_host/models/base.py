@@ -15,12 +15,14 @@ Messages, content blocks and stream chunks are plain JSON dicts in the log's voc
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dsh_host.errors import DshError
+
+if TYPE_CHECKING:
+    import asyncio
 
 JsonDict = dict[str, Any]
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from dsh_host.errors import ConfigError
 from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest
+from dsh_host.models.messages import message_text, unanswered_messages
+from dsh_host.text import shorten_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -293,25 +295,3 @@ def plain_reply(request: ModelRequest, plugin_reply: PluginReply = lambda reques
     if results:
         return text_response(f"Scripted reply: received {results} tool result{'s' * (results != 1)}.")
     return text_response("Scripted reply: (no request text)")
-
-
-def unanswered_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The user messages after the last assistant message: what this reply answers."""
-    pending: list[Mapping[str, Any]] = []
-    for message in reversed(messages):
-        if message.get("role") == "assistant":
-            break
-        if message.get("role") == "user":
-            pending.insert(0, message)
-    return pending
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text blocks of a request message, concatenated."""
-    return "".join(b.get("text", "") for b in message.get("content", ()) if b.get("type") == "text")
-
-
-def shorten_text(text: str, limit: int) -> str:
-    """`text` on one line (whitespace runs as one space), clipped to `limit` characters with `…`."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

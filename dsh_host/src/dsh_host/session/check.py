@@ -1,22 +1,29 @@
-"""Log invariants: a pure check of a whole session log, reporting every violation it finds.
+"""Log invariants: a pure check of a whole session log, reporting everything it finds.
 
-`check_log(header, events)` folds the log once per rule family and returns each violation with
-the seq of the event that broke the rule (None for the header) and the rule's name:
+`check_log(header, events)` folds the log once per rule family and returns its findings, each
+with the seq of the event it is about (None for the header) and the rule's name. A finding is
+either a `Violation` (the log breaks a rule: no writer that follows the log format could have
+written it) or a `Note` (the log breaks no rule and loads and reads fine, but something about it
+is worth knowing, such as a shape that cannot be resumed):
 
 - `seq`: seqs are contiguous from 0.
 - `surface`: the surface fold of docs/log-format.md (markers, replace ranges,
   provenance, tool-result rewrites). An event that fails it is folded as if it were log-only,
   so later events are checked against the surface the log really has.
-- `shape`: the current-shape rules a seeded log must satisfy (section 1.2): no legacy
-  vocabulary, a routed provider and model on every `request/header` and `assistant/message`,
-  an `aborted` turn end with nothing but its kind.
-- `turn-nesting`, `step-scope`, `tool-pairing`, `turn-enclosure`: the session invariant
-  companion (section 1.6). Turns are consecutive from 1 and never overlap, steps likewise within
-  a turn; chunks, assistant messages, tool calls and appended tool results name the open turn
-  and step; an appended `tool/result` answers a `tool/call` of its step (unless it is the
-  synthetic `TOOL_NOT_STARTED` result of crash repair); a content-rewrite `tool/result` only
-  needs an open turn; every other event lies inside an open turn.
-- `fork-seed`: a forked session's seed (`seedLength` events) ends at a `turn/end` (section 4).
+- `shape`: no legacy vocabulary (`request/header-delta`, `mode/set`, a `request/header` with
+  reason `fallback`).
+- `seed-shape` (notes): the shapes of logs written before models were routed by provider. A
+  `request/header` config or an `assistant/message` provenance without a non-empty provider and
+  model, or an `aborted` turn end carrying more than its kind: such a log reads fine, but
+  resuming or forking it is not supported.
+- `turn-nesting`, `step-scope`, `tool-pairing`, `turn-enclosure`: turns are consecutive from 1
+  and never overlap, steps likewise within a turn; chunks, assistant messages, tool calls and
+  appended tool results name the open turn and step; an appended `tool/result` answers a
+  `tool/call` of its step (unless it is the synthetic `TOOL_NOT_STARTED` result of crash
+  repair); a content-rewrite `tool/result` only needs an open turn; every other event lies
+  inside an open turn.
+- `fork-seed`: a forked session's seed (`seedLength` events) ends at a `turn/end`, so a fork
+  starts from whole turns.
 
 Plugins own the rules of their own event types: they contribute `LogInvariant`s through the
 `dsh_log_invariants` hook, and `check_log` runs them after the built-in ones.
@@ -28,38 +35,64 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_host.jstext import js_string
 from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader
-from dsh_host.session.surface import Surface, SurfaceError, plan
+from dsh_host.session.surface import Surface, SurfaceError, plan_transition
+from dsh_host.text import js_string
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+SEED_SHAPE = "seed-shape"
 
-_PRE_PROVIDER = " (a pre-provider shape: seeding the log for resume or fork rejects it)"
+_PRE_PROVIDER = " (a shape from before provider routing: resuming or forking this log is not supported)"
 _STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call"})
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end", "step/start", "step/end", "tool/result"})
 
 
 @dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken log invariant: the event's seq (None for the header), the rule, and what broke."""
-
+class _Finding:
     seq: int | None
     rule: str
     message: str
 
 
-LogInvariant = Callable[[SessionHeader, Sequence[Event]], Iterable[Violation]]
-"""A rule family over a whole log: `invariant(header, events)` yields the violations it finds."""
+class Violation(_Finding):
+    """A broken log rule: the event's `seq` (None for the header), the `rule`, and what broke.
+
+    A log with a violation is not one a writer following the log format could have written;
+    `dsh sessions check` exits 1 on it.
+    """
+
+    __slots__ = ()
+
+
+class Note(_Finding):
+    """Something worth knowing about a log that breaks no rule: `seq`, `rule`, and what it is.
+
+    The log loads and reads fine, but e.g. cannot be resumed. `dsh sessions check` lists notes
+    and still exits 0 (unless `--strict`). A `Note` never equals a `Violation` with the same fields.
+    """
+
+    __slots__ = ()
+
+
+Finding = Violation | Note
+"""What the log check reports at one place in a log: a `Violation` or a `Note`."""
+
+LogInvariant = Callable[[SessionHeader, Sequence[Event]], Iterable[Finding]]
+"""A rule family over a whole log: `invariant(header, events)` yields a `Violation` for each
+broken rule and a `Note` for each thing worth knowing about a log that breaks none."""
 
 
 def check_log(
     header: SessionHeader, events: Sequence[Event], invariants: Iterable[LogInvariant] = ()
-) -> tuple[Violation, ...]:
-    """Every violation of the built-in rules and of `invariants`, ordered by seq (header first)."""
-    found: list[Violation] = []
+) -> tuple[Finding, ...]:
+    """Every finding of the built-in rules and of `invariants`, ordered by seq (header first).
+
+    Violations and notes come in one tuple; the log is valid when none of them is a `Violation`.
+    """
+    found: list[Finding] = []
     for invariant in (*BUILTIN_INVARIANTS, *invariants):
         found.extend(invariant(header, events))
-    return tuple(sorted(found, key=lambda v: -1 if v.seq is None else v.seq))
+    return tuple(sorted(found, key=lambda f: -1 if f.seq is None else f.seq))
 
 
 def data_field(event: Event, key: str) -> Any:
@@ -83,7 +116,7 @@ def check_surface(header: SessionHeader, events: Sequence[Event]) -> Iterator[Vi
         if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
             continue  # a plain log-only event (most of a log): nothing to fold
         try:
-            transition = plan(event, surface.nodes, folded.__getitem__)
+            transition = plan_transition(event, surface.nodes, folded.__getitem__)
         except SurfaceError as exc:
             yield Violation(event.seq, "surface", str(exc))
             continue
@@ -91,8 +124,9 @@ def check_surface(header: SessionHeader, events: Sequence[Event]) -> Iterator[Vi
         surface.apply(transition)
 
 
-def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
-    """`shape`: no legacy vocabulary, and the current shapes a seeded log must have."""
+def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Finding]:
+    """`shape`: no legacy vocabulary (violations); `seed-shape`: no shape from before provider
+    routing (notes: such a log reads fine, it only cannot be resumed or forked)."""
     for event in events:
         kind = event.type
         if kind in ("request/header-delta", "mode/set"):
@@ -103,20 +137,27 @@ def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Vio
             header_data = data_field(event, "header")
             config = header_data.get("config") if isinstance(header_data, Mapping) else None
             if not _routed(config):
-                yield Violation(
-                    event.seq, "shape", f"request/header config lacks a non-empty provider/model{_PRE_PROVIDER}"
+                yield Note(
+                    event.seq, SEED_SHAPE, f"request/header config lacks a non-empty provider/model{_PRE_PROVIDER}"
                 )
         elif kind == "assistant/message":
             if not _routed(data_field(event, "provenance")):
-                yield Violation(
-                    event.seq, "shape", f"assistant/message provenance lacks a non-empty provider/model{_PRE_PROVIDER}"
+                yield Note(
+                    event.seq,
+                    SEED_SHAPE,
+                    f"assistant/message provenance lacks a non-empty provider/model{_PRE_PROVIDER}",
                 )
         elif kind == "turn/end":
             reason = data_field(event, "reason")
             if isinstance(reason, Mapping) and reason.get("kind") == "aborted" and set(reason) != {"kind"}:
-                yield Violation(
-                    event.seq, "shape", f"turn/end reason 'aborted' carries more than its kind{_PRE_PROVIDER}"
+                yield Note(
+                    event.seq, SEED_SHAPE, f"turn/end reason 'aborted' carries more than its kind{_PRE_PROVIDER}"
                 )
+
+
+def resume_refusal(header: SessionHeader, events: Sequence[Event]) -> str | None:
+    """Why a log cannot be resumed (the first `seed-shape` note), or None when it can be."""
+    return next((f.message for f in check_shapes(header, events) if f.rule == SEED_SHAPE), None)
 
 
 def _routed(config: Any) -> bool:

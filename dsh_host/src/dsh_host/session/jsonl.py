@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_host.errors import DshError
-from dsh_host.jstext import escape_lone_surrogates
 from dsh_host.session.events import Event, InvalidEvent, SessionHeader, event_from_json, header_from_json
 from dsh_host.session.lossless import MAX_DEPTH
-from dsh_host.session.surface import Surface, SurfaceError, plan
+from dsh_host.session.surface import Surface, SurfaceError, plan_transition
+from dsh_host.text import escape_lone_surrogates
 
 
 class InvalidLog(DshError, ValueError):
@@ -60,7 +60,7 @@ def parse_log(lines: Iterable[str], *, name: str = "<log>", first_line: int = 1)
                 header = header_from_json(raw)
                 continue
             event = event_from_json(raw, expected_seq=len(events))
-            surface.apply(plan(event, surface.nodes, events.__getitem__))
+            surface.apply(plan_transition(event, surface.nodes, events.__getitem__))
         except (InvalidEvent, SurfaceError, ValueError) as exc:
             raise InvalidLog(f"{name}:{number}: {exc}") from None
         events.append(event)

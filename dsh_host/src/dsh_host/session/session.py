@@ -18,7 +18,7 @@ from dsh_host.session.frozen import FrozenList, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.messages import derive_event_message
 from dsh_host.session.request_header import canonical_header
-from dsh_host.session.surface import Surface, SurfaceError, plan
+from dsh_host.session.surface import Surface, SurfaceError, plan_transition
 
 log = logging.getLogger("dsh.session")
 
@@ -174,7 +174,7 @@ class Session:
             self._log.append(event)  # a plain log-only event (most of a log): nothing to fold
             self._events_cache = None
             return
-        transition = plan(event, self.surface.nodes, self._log.__getitem__)
+        transition = plan_transition(event, self.surface.nodes, self._log.__getitem__)
         self._log.append(event)
         self._events_cache = None
         self.surface.apply(transition)

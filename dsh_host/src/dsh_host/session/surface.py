@@ -43,7 +43,7 @@ class Transition:
     end: int = -1
 
 
-def plan(event: Event, nodes: Sequence[int], lookup: Callable[[int], Event]) -> Transition:
+def plan_transition(event: Event, nodes: Sequence[int], lookup: Callable[[int], Event]) -> Transition:
     """Validate `event` against the current `nodes`; raise SurfaceError, change nothing."""
     op, sources = event.surface_op, event.source_event_seqs
     if event.type not in SURFACE_TYPES:
@@ -200,7 +200,7 @@ def fold(events: Iterable[Event]) -> FoldResult:
         if event.seq != index:
             raise SurfaceError(f"session event seq {event.seq} is not contiguous; expected {index}")
         log.append(event)
-        transition = plan(event, surface.nodes, log.__getitem__)
+        transition = plan_transition(event, surface.nodes, log.__getitem__)
         shadowed = surface.apply(transition)
         if transition.kind == "replace":
             replacements.append(Replacement(event.seq, transition.start, transition.end, shadowed))

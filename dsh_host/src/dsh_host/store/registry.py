@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from dsh_host.errors import ConfigError
+from dsh_host.hookspecs import StoreFactory
 from dsh_host.store.base import SessionStore
-
-StoreFactory = Callable[[Any, dict[str, Any]], SessionStore]
-"""Opens a store for a host: `factory(host, table)`, `table` being `[stores.<name>]`."""
 
 
 def store_factories(hook: Any) -> dict[str, StoreFactory]:

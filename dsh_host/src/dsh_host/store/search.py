@@ -32,7 +32,7 @@ def name_needle(query: str) -> str:
 
 
 def name_matches(needle: str, session_id: str, cwd: str | None, title: str | None) -> bool:
-    """Whether a session matches `needle` (from `name_needle`) by name, as the spec's candidates do."""
+    """Whether a session matches `needle` (from `name_needle`) by name: in its id, cwd or latest title."""
     return (
         needle in session_id.lower()
         or (cwd is not None and needle in cwd.lower())
@@ -97,7 +97,7 @@ def searchable_condition(row: str) -> str:
 
 
 def cwd_group(cwd: str | None, target_cwd: str | None) -> int:
-    """The spec's candidate groups: 0 the target's cwd, 1 no cwd, 2 any other cwd."""
+    """The group a candidate ranks in: 0 the target's cwd, 1 no cwd, 2 any other cwd."""
     if cwd is None:
         return 1
     return 0 if target_cwd is not None and cwd == target_cwd else 2
@@ -106,3 +106,28 @@ def cwd_group(cwd: str | None, target_cwd: str | None) -> int:
 def rank_key(row: CandidateRow, target_cwd: str | None) -> tuple[Any, ...]:
     """The order `search_candidates` returns rows in: group, name before body, relevance, newest, id."""
     return (cwd_group(row.cwd, target_cwd), row.snippet is not None, row.score, -row.created_at, row.id)
+
+
+class SearchQuery:
+    """A candidate search query's meaning, for a store or source that answers one itself.
+
+    `needle` is what a name match looks for, `words` what a body match needs in one message
+    (`SessionStore.search_candidates` says how both match); `snippet(text)` cuts the excerpt a
+    body match shows; `rank_key(row, target_cwd)` orders `CandidateRow`s as every store does.
+    """
+
+    rank_key = staticmethod(rank_key)
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.needle = name_needle(query)
+        self.words = body_words(query)
+        self._cut = snippet_cutter(self.words)
+
+    def matches_name(self, session_id: str, cwd: str | None, title: str | None) -> bool:
+        """Whether a session matches by id, cwd or title (every session does for an empty query)."""
+        return name_matches(self.needle, session_id, cwd, title)
+
+    def snippet(self, text: str) -> str:
+        """The excerpt of `text` a body match shows, around the first match."""
+        return self._cut(text)

@@ -9,9 +9,14 @@ so in any project that has dsh-host installed these fixtures are available witho
 - `dsh_host`: one such host with no plugins.
 - `dsh_cli`: run the `dsh` command line in-process in a hermetic environment (`DshRunner`).
 - `log_builder`: events in session-log form for hand-written logs (`LogBuilder`).
+- `sent_requests`: `sent_requests(host)`, the model requests a host's scripted model received,
+  in the shape `dsh_host.log.rebuild_request` gives.
+- `RecordingUI(agent)`: run slash commands as the terminal UI does, recording what they show.
 - `postgres_server`, `postgres_database`: a PostgreSQL server (`DSH_TEST_POSTGRES_DSN`) and a
   fresh database with the dsh schema on it (`PostgresServer`, `Database`; needs
   `dsh-host[postgres]`).
+
+- `appended(session, predicate)`: wait for the event a test needs, not for event-loop ticks.
 
 The helpers themselves import nothing of pytest, so they can also be used outside it.
 """
@@ -20,5 +25,18 @@ from dsh_host.testing.cli import CliResult, DshRunner
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import Database, PostgresServer
+from dsh_host.testing.requests import sent_requests
+from dsh_host.testing.ui import RecordingUI
+from dsh_host.testing.waits import appended
 
-__all__ = ["CliResult", "Database", "DshRunner", "HostFactory", "LogBuilder", "PostgresServer"]
+__all__ = [
+    "CliResult",
+    "Database",
+    "DshRunner",
+    "HostFactory",
+    "LogBuilder",
+    "PostgresServer",
+    "RecordingUI",
+    "appended",
+    "sent_requests",
+]

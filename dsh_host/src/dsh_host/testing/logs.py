@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from dsh_host import Event, SessionHeader, event_from_json
+from dsh_host import Event, SessionHeader
+from dsh_host.log import event_from_json
 
 Content = str | list[dict[str, Any]] | None
 """A message's content as the builders take it: a string is one text block, None no block."""

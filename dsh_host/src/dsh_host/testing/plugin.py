@@ -6,8 +6,9 @@ pytest loads this module itself when dsh-host is installed; nothing else imports
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from dsh_host.testing.cli import DshRunner
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import DSN_VARIABLE, Database, PostgresServer
+from dsh_host.testing.requests import sent_requests as _sent_requests
 
 
 @pytest.fixture
@@ -49,6 +51,16 @@ def dsh_cli(tmp_path: Path) -> DshRunner:
     configuration applies, and commands run in `tmp_path`.
     """
     return DshRunner(tmp_path)
+
+
+@pytest.fixture(name="sent_requests")
+def sent_requests_fixture() -> Callable[[Host], list[dict[str, Any]]]:
+    """`sent_requests(host)`: the model requests the host's scripted model received, in order.
+
+    Each is plain JSON in the shape `dsh_host.log.rebuild_request` gives, so a test can compare
+    what was sent with what the session's log implies (see `dsh_host.testing.sent_requests`).
+    """
+    return _sent_requests
 
 
 @pytest.fixture(scope="session")

@@ -9,15 +9,17 @@ thread so a slow disk does not stall the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
+import functools
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dsh_host.hookspecs import hookimpl
-from dsh_host.tools.base import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from dsh_host.tools.base import Tool, ToolContext, ToolResult
 
 MAX_READ_BYTES = 256 * 1024
 """At most this many bytes of file text are returned by one `read_file` call."""
@@ -123,6 +125,12 @@ def _list(cwd: Path, raw: str) -> str:
 
 
 async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
+    # Imported here (asyncio is loaded by the event loop running the tool): every dsh command
+    # mounts this plugin, few run a tool.
+    import asyncio
+
+    from dsh_host.tools.base import ToolResult
+
     try:
         return ToolResult.text(await asyncio.to_thread(work, *args))
     except _ToolInputError as exc:
@@ -133,6 +141,8 @@ async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
 
 async def read_file(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
     """Run `read_file`: the requested lines of a text file inside the session's directory."""
+    from dsh_host.tools.base import ToolResult
+
     try:
         raw = _path_argument(arguments)
         offset = _positive_int(arguments, "offset", 1)
@@ -144,6 +154,8 @@ async def read_file(arguments: Mapping[str, Any], context: ToolContext) -> ToolR
 
 async def list_dir(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
     """Run `list_dir`: the names in a directory inside the session's directory, dirs with `/`."""
+    from dsh_host.tools.base import ToolResult
+
     try:
         raw = _path_argument(arguments, ".")
     except _ToolInputError as exc:
@@ -151,48 +163,54 @@ async def list_dir(arguments: Mapping[str, Any], context: ToolContext) -> ToolRe
     return await _run(_list, context.cwd, raw)
 
 
-READ_FILE = Tool(
-    name="read_file",
-    description=(
-        "Read a UTF-8 text file in the working directory. Returns up to `limit` lines starting at "
-        f"line `offset` (1-based), at most {MAX_READ_BYTES} bytes; a notice says how to continue."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File path, relative to the working directory."},
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to read (default 1)."},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"Maximum number of lines (default {DEFAULT_LINE_LIMIT}).",
-            },
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    },
-    run=read_file,
-)
+@functools.cache
+def _tools() -> tuple[Tool, Tool]:
+    # Made on first use: every dsh command mounts this plugin, few build an agent.
+    from dsh_host.tools.base import Tool
 
-LIST_DIR = Tool(
-    name="list_dir",
-    description="List a directory in the working directory: one name per line, directories end with '/'.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "Directory path, relative to the working directory (default '.').",
+    return (
+        Tool(
+            name="read_file",
+            description=(
+                "Read a UTF-8 text file in the working directory. Returns up to `limit` lines starting at "
+                f"line `offset` (1-based), at most {MAX_READ_BYTES} bytes; a notice says how to continue."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the working directory."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to read (default 1)."},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": f"Maximum number of lines (default {DEFAULT_LINE_LIMIT}).",
+                    },
+                },
+                "required": ["path"],
+                "additionalProperties": False,
             },
-        },
-        "additionalProperties": False,
-    },
-    run=list_dir,
-)
+            run=read_file,
+        ),
+        Tool(
+            name="list_dir",
+            description="List a directory in the working directory: one name per line, directories end with '/'.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "Directory path, relative to the working directory (default '.').",
+                    },
+                },
+                "additionalProperties": False,
+            },
+            run=list_dir,
+        ),
+    )
 
 
 @hookimpl
-def dsh_register_tools(register):
+def dsh_register_tools(register: Callable[[Tool], None]) -> None:
     """Register `read_file` and `list_dir` for the agent being built."""
-    register(READ_FILE)
-    register(LIST_DIR)
+    for tool in _tools():
+        register(tool)

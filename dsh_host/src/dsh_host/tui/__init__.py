@@ -9,7 +9,8 @@
 - `completion`, `mentions` and `file_search`: `@` completion of files and of what plugins
   offer, `/` of commands.
 - `title`: the window title naming the chat's session.
-- `terminal_text`: escaping of control characters in untrusted text.
+- `slash`: slash commands: the registry, the `ui` their handlers get, running one.
 
-Nothing is imported here, so `render` can be used without loading prompt_toolkit.
+These modules are private; plugins use their public face, `dsh_host.ui`. Nothing is imported
+here, so `render` can be used without loading prompt_toolkit.
 """

@@ -15,12 +15,9 @@ exception as an error line.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
-import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application, run_in_terminal
@@ -49,13 +46,14 @@ from prompt_toolkit.styles import Style
 from rich.console import Console, RenderableType
 
 from dsh_host.asyncs import resolve
-from dsh_host.jstext import JS_WHITESPACE, js_trim
+from dsh_host.terminal_text import display_inline_text, display_text
+from dsh_host.text import js_trim
 from dsh_host.tui import render
 from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import collect_sources
+from dsh_host.tui.slash import SlashCommands, start_command
 from dsh_host.tui.submit import Steered, Submitter
-from dsh_host.tui.terminal_text import display_inline_text, display_text
 from dsh_host.tui.title import RESTORE_TITLE, SAVE_TITLE, window_title
 
 if TYPE_CHECKING:
@@ -66,11 +64,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("dsh.tui")
 
 AgentFactory = Callable[["Host", "Session"], Any]
-CommandHandler = Callable[["ChatUI", str], "Awaitable[None] | None"]
 
 _MENU_HEIGHT = 12
 _PREVIEW_LINES = 12
-_COMMAND = re.compile(rf"/([^{re.escape(JS_WHITESPACE)}]*)(.*)\Z", re.DOTALL)
 
 STYLE = Style.from_dict(
     {
@@ -92,7 +88,7 @@ STYLE = Style.from_dict(
 
 def default_agent_factory(host: Host, session: Session) -> Any:
     """An agent on `session` with the configured model (the keyless one when no key is set)."""
-    from dsh_host.agent import Agent
+    from dsh_host.agent.agent import Agent
 
     return Agent.create(host, session, host.models.resolve())
 
@@ -102,37 +98,6 @@ def model_label(agent: Any) -> str:
     if agent.provider == "scripted":
         return "scripted model (no API key)"
     return f"{agent.provider}:{agent.model}"
-
-
-@dataclass(frozen=True)
-class SlashCommand:
-    """A `/name` command: `handler(ui, argument)` may return an awaitable."""
-
-    name: str
-    help: str
-    handler: CommandHandler
-
-
-class SlashCommands:
-    """The commands of one chat, in registration order."""
-
-    def __init__(self) -> None:
-        self._commands: dict[str, SlashCommand] = {}
-
-    def register(self, name: str, help: str, handler: CommandHandler) -> None:
-        """Add `/name`; a name registered twice is an error (two plugins would fight over it)."""
-        if name in self._commands:
-            raise ValueError(f"slash command /{name} is already registered")
-        self._commands[name] = SlashCommand(name, help, handler)
-
-    def get(self, name: str) -> SlashCommand | None:
-        return self._commands.get(name)
-
-    def __iter__(self) -> Iterator[SlashCommand]:
-        return iter(list(self._commands.values()))
-
-    def names_and_help(self) -> list[tuple[str, str]]:
-        return [(c.name, c.help) for c in self]
 
 
 class TranscriptPrinter:
@@ -239,7 +204,7 @@ class ChatUI:
         self._exit_armed = False
         self._unsubscribe: list[Callable[[], None]] = []
         self.preview = StreamPreview()
-        self.commands = self._collect_commands()
+        self.commands = SlashCommands.collect(host)
         self.transcript = render.Transcript(host.hook)
         sources = collect_sources(host)
         self.mention_hints = [source.hint for source in sources if source.hint]
@@ -330,40 +295,9 @@ class ChatUI:
 
     def run_command(self, text: str) -> None:
         """Run `/name argument`; an unknown name or a failing handler is reported, not raised."""
-        match = _COMMAND.match(text)
-        name, argument = (match.group(1), js_trim(match.group(2))) if match else ("", "")
-        command = self.commands.get(name)
-        if command is None:
-            self.error(f"Unknown command /{name}. Type /help for the list.")
-            return
-        try:
-            result = command.handler(self, argument)
-        except Exception as exc:  # noqa: BLE001 - a broken command must not end the chat
-            self._command_failed(name, exc)
-            return
-        if inspect.isawaitable(result):
-            _keep(self._commands_running, asyncio.ensure_future(self._await_command(name, result)))
-        else:
-            self._show_result(result)
-
-    async def _await_command(self, name: str, result: Awaitable[Any]) -> None:
-        try:
-            self._show_result(await resolve(result))
-        except Exception as exc:  # noqa: BLE001 - see run_command
-            self._command_failed(name, exc)
-
-    def _show_result(self, result: Any) -> None:
-        if isinstance(result, str):
-            self.notice(result)
-
-    def _command_failed(self, name: str, exc: BaseException) -> None:
-        log.debug("/%s failed", name, exc_info=exc)
-        self.error(f"/{name} failed: {exc}")
-
-    def _collect_commands(self) -> SlashCommands:
-        commands = SlashCommands()
-        self.host.hook.dsh_register_slash_commands(register=commands.register)
-        return commands
+        pending = start_command(self, self.commands, text)
+        if pending is not None:
+            _keep(self._commands_running, asyncio.ensure_future(pending))
 
     # --- sessions ---------------------------------------------------------------------------------
 

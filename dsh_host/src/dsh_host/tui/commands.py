@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from dsh_host.jstext import iso_utc
+from dsh_host.text import iso_utc
 from dsh_host.tui import render
 
 if TYPE_CHECKING:

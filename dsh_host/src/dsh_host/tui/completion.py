@@ -20,7 +20,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from dsh_host.asyncs import abandon_on
-from dsh_host.jstext import JS_WHITESPACE
+from dsh_host.terminal_text import display_inline_text
+from dsh_host.text import JS_WHITESPACE
 from dsh_host.tui.file_search import (
     AtToken,
     FileMatch,
@@ -30,7 +31,6 @@ from dsh_host.tui.file_search import (
     format_file_mention,
 )
 from dsh_host.tui.mentions import MentionCompletion, RegisteredSource
-from dsh_host.tui.terminal_text import display_inline_text
 
 log = logging.getLogger("dsh.tui")
 

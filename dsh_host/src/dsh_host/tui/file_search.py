@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dsh_host.asyncs import abandon_on, ignore_outcome
-from dsh_host.jstext import JS_WHITESPACE
+from dsh_host.text import JS_WHITESPACE
 
 T = TypeVar("T")
 

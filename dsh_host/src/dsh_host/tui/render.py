@@ -2,7 +2,7 @@
 
 The transcript is printed into the terminal's own scrollback, so each committed event becomes
 renderables once and is never redrawn. Every string taken from an event passes through
-`terminal_text` and is wrapped in `rich.text.Text` (never markup), so neither terminal controls
+`dsh_host.terminal_text` and is wrapped in `rich.text.Text` (never markup), so neither terminal controls
 nor rich's `[style]` syntax in a message can take effect.
 
 Which renderer an event type gets, and how a context of a kind is shown, is registered through
@@ -23,9 +23,9 @@ from rich.padding import Padding
 from rich.panel import Panel
 from rich.text import Text
 
-from dsh_host.jstext import js_trim
 from dsh_host.session.events import display_prompt_content
-from dsh_host.tui.terminal_text import display_inline_text, display_text
+from dsh_host.terminal_text import display_inline_text, display_text
+from dsh_host.text import js_trim
 
 # A box that draws only a left gutter bar, on every row including the blank top and bottom.
 _GUTTER = Box("▌   \n" * 8)
@@ -121,12 +121,12 @@ class Transcript:
 
 
 def notice(text: str) -> RenderableType:
-    """An informational line."""
+    """An informational line; `text` is escaped for the terminal here."""
     return _block(Text(display_text(text), style=NOTICE_STYLE))
 
 
 def error(text: str) -> RenderableType:
-    """An error line."""
+    """An error line; `text` is escaped for the terminal here."""
     return _block(Text(display_text(text), style=ERROR_STYLE))
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dsh_host.errors import DshError
-from dsh_host.jstext import js_trim
+from dsh_host.text import js_trim
 
 log = logging.getLogger("dsh.tui")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dsh_host.terminal_text import display_inline_text
 from dsh_host.titles import latest_title
-from dsh_host.tui.terminal_text import display_inline_text
 
 # xterm's title stack (XTWINOPS 22/23): save the title the terminal had, restore it on the way out.
 SAVE_TITLE = "\x1b[22;0t"

@@ -5,7 +5,7 @@
   on `surface` insert and delete its rows, so it changes in the very transaction that changes
   the surface: a compaction's replace removes the folded nodes from search as it removes them
   from the surface.
-- `session_names` indexes each session's lower-cased (Python `str.lower`, as the spec's match)
+- `session_names` indexes each session's lower-cased (Python `str.lower`, as `name_matches` does)
   id, latest title and cwd as trigrams, so a name match of three or more characters is an
   index lookup; shorter needles (and those holding control characters or surrogates, which
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
@@ -18,22 +18,24 @@ superseded search stops within a few thousand VM steps.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable
 
 from dsh_host.store.base import CandidateRow, SearchCancelled
+from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.search import body_words, name_needle, searchable_condition, snippet_cutter
+from dsh_host.store.sqlite.connection import FOLD_FUNCTION, Transaction
 
-FOLD_FUNCTION = "dsh_fold"
+SURFACE_TOKENIZER = "unicode61 remove_diacritics 2"
+"""How `surface_fts` splits text into words (scoring a text on the store's scale splits it alike)."""
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
 _TEXT_BATCH = 500  # keys per statement, well under SQLite's limit on bound parameters
 
 
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE surface_fts USING fts5(text, tokenize = '{SURFACE_TOKENIZER}');
 CREATE VIRTUAL TABLE session_names USING fts5(id, title, cwd, tokenize = 'trigram case_sensitive 1');
 CREATE TRIGGER surface_fts_insert AFTER INSERT ON surface WHEN {searchable_condition("new.")} BEGIN
     INSERT INTO surface_fts (rowid, text) VALUES ((new.session_pk << 32) | new.seq, new.text);
@@ -66,15 +68,6 @@ _FILL_SURFACE = (
 FILL_BATCH_SESSIONS = 500
 
 
-def register_fold(conn: sqlite3.Connection, to_text: Callable, from_text: Callable) -> None:
-    """Register `dsh_fold` (Python's `str.lower` on stored text) on a connection; triggers use it."""
-
-    def fold(value: str | bytes | None) -> str | bytes | None:
-        return None if value is None else to_text(from_text(value).lower())
-
-    conn.create_function(FOLD_FUNCTION, 1, fold, deterministic=True)
-
-
 def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None) -> None:
     """Index every stored session (inside the caller's transaction).
 
@@ -89,7 +82,7 @@ def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] 
             progress(start + len(batch), len(pks))
 
 
-def _phrase(text: str) -> str:
+def fts_phrase(text: str) -> str:
     """`text` as one FTS5 phrase: within double quotes every character is literal but `"` (doubled)."""
     return '"' + text.replace('"', '""') + '"'
 
@@ -97,11 +90,11 @@ def _phrase(text: str) -> str:
 def _names_source(needle: str) -> tuple[str, object]:
     """The pks of sessions whose folded id, title or cwd contains `needle`, and its `:needle`."""
     if len(needle) >= _TRIGRAM and needle.isprintable():
-        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH :needle", _phrase(needle)
+        return "SELECT rowid AS pk FROM session_names WHERE session_names MATCH :needle", fts_phrase(needle)
     return (
         "SELECT rowid AS pk FROM session_names WHERE instr(CAST(id AS BLOB), :needle) "
         "OR instr(CAST(title AS BLOB), :needle) OR instr(CAST(cwd AS BLOB), :needle)",
-        needle.encode("utf-8", "surrogatepass"),
+        encode(needle),
     )
 
 
@@ -146,29 +139,31 @@ def search(
     conn: sqlite3.Connection,
     query: str,
     *,
-    target: bytes | None,
-    target_cwd: str | bytes | None,
+    target_id: str | None,
+    target_cwd: str | None,
     limit: int,
     cancel: threading.Event | None,
-    from_text: Callable,
 ) -> list[CandidateRow]:
     """Run a candidate search on `conn` (see `SessionStore.search_candidates`)."""
     needle = name_needle(query)
     words = body_words(query)
-    params: dict[str, object] = {"target": target, "cwd": target_cwd, "limit": limit}
+    params: dict[str, object] = {
+        "target": None if target_id is None else encode(target_id),
+        "cwd": to_sqlite(target_cwd),
+        "limit": limit,
+    }
     if not needle:
         sql = _EVERY_SESSION
     else:
         names, params["needle"] = _names_source(needle)
         if words:
             sql = _RANKED.format(names=names)
-            params["match"] = " ".join(_phrase(word) for word in words)
+            params["match"] = " ".join(fts_phrase(word) for word in words)
         else:
             sql = _RANKED_NAMES.format(names=names)
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
-    conn.execute("BEGIN")  # the texts are read from the same snapshot as the ranking
-    try:
+    with Transaction(conn, "BEGIN"):  # the texts are read from the same snapshot as the ranking
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
@@ -183,22 +178,16 @@ def search(
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
-    except BaseException:
-        # The read transaction has nothing to keep; an error ending it must not hide this one.
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     cut = snippet_cutter(words)
     make = CandidateRow._make
     return [
         make(
             (
-                sid.decode("utf-8", "surrogatepass"),
+                sid.decode("utf-8", "surrogatepass"),  # the codec's `decode`, inline
                 created,
-                from_text(cwd),
-                from_text(title),
-                None if key is None else cut(from_text(texts[key])),
+                from_sqlite(cwd),
+                from_sqlite(title),
+                None if key is None else cut(from_sqlite(texts[key])),
                 score,
             )
         )
@@ -220,7 +209,7 @@ def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
 
 def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
     """The indexed text of each node (by key), read in batches of keys."""
-    texts = {}
+    texts: dict[int, str | bytes] = {}
     for start in range(0, len(keys), _TEXT_BATCH):
         batch = keys[start : start + _TEXT_BATCH]
         texts.update(conn.execute(_TEXTS.format(keys=",".join("?" * len(batch))), batch))

@@ -1,9 +1,9 @@
-"""JavaScript's string conventions that the reference's formats depend on.
+"""Text helpers: JavaScript's string conventions, and text clipped for one line.
 
-The logs, mentions and titles we interoperate with were written by JavaScript, so a few of its
-rules are part of the contract: which characters count as whitespace, how `trim` trims, how
-`Date.toISOString` writes a time, how a template string renders a JSON scalar, and how strings
-of UTF-16 code units map onto Python's.
+Public namespace `dsh_host.text`. The logs, mentions and titles dsh interoperates with were
+written by JavaScript, so a few of its rules are part of the contract: which characters count
+as whitespace, how `trim` trims, how `Date.toISOString` writes a time, how a template string
+renders a JSON scalar, and how strings of UTF-16 code units map onto Python's.
 
 A JavaScript string is any sequence of UTF-16 code units, so it may hold a lone surrogate; it
 reaches Python (through `json.loads` of a `\\ud800` escape) as a surrogate code point, which
@@ -16,6 +16,17 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+__all__ = [
+    "JS_WHITESPACE",
+    "escape_lone_surrogates",
+    "has_surrogate",
+    "iso_utc",
+    "join_surrogate_pairs",
+    "js_string",
+    "js_trim",
+    "shorten_text",
+]
 
 JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -106,3 +117,9 @@ def _join_or_escape(match: re.Match[str]) -> str:
     if len(match.group()) == 2:
         return _join_pair(match)
     return f"\\u{ord(match.group()):04x}"
+
+
+def shorten_text(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs as one space), clipped to `limit` characters with `…`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from dsh_host.jstext import escape_lone_surrogates
+from dsh_host.text import escape_lone_surrogates
 
 # Every C0 control except LF (which the transcript needs for structure), DEL, and every C1
 # control (0x9b alone is a CSI on terminals that honour 8-bit controls).

@@ -1,0 +1,34 @@
+"""Session sources (public namespace `dsh_host.sources`): other programs' sessions, read in place.
+
+A source is the read half of a store, registered through the `dsh_register_session_sources`
+hook; its sessions carry ids `<source>:<the agent's own id>`, the session query service answers
+from the store and every mounted source alike, and the host refuses any write to a source's
+session. docs/sources.md describes the seam.
+
+- `SessionSource`: the protocol a source implements; `SourceFileReport`: a file with lines it
+  could not read (`dsh sessions check`); `SourceReadOnly`: the refusal of a write.
+- `SourceConversation` and `SourceMessage`: a source session's current conversation, and the
+  dsh log, surface and texts synthesized from it.
+- `SearchQuery`: what a candidate search query means (name and body matches, snippets, rank
+  order), for a source that answers searches itself.
+- `BodyScorer` and `BodyTextScoring`: one relevance measure across store and sources: a store
+  that scores a text it does not hold on its own scale, and the scorer a source is handed.
+
+The modules below this package (`base`, `registry`, `synthesis`, `ranking`) are private.
+"""
+
+from dsh_host.sources.base import BodyScorer, SessionSource, SourceFileReport, SourceReadOnly
+from dsh_host.sources.synthesis import SourceConversation, SourceMessage
+from dsh_host.store.relevance import BodyTextScoring
+from dsh_host.store.search import SearchQuery
+
+__all__ = [
+    "BodyScorer",
+    "BodyTextScoring",
+    "SearchQuery",
+    "SessionSource",
+    "SourceConversation",
+    "SourceFileReport",
+    "SourceMessage",
+    "SourceReadOnly",
+]

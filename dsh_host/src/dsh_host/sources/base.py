@@ -1,0 +1,121 @@
+"""The source seam: what a session source answers, its report records and its refusal.
+
+A source reads the sessions another agent keeps (files it owns and dsh never changes) and
+presents each as a dsh session: a header and a log synthesized from its current conversation
+(`dsh_host.sources.synthesis`). It answers the read half of `SessionStore` with the same
+semantics, under session ids `<source name>:<the agent's own id>`; the host routes every id
+carrying a mounted source's prefix to it. Like a store's, its operations are synchronous and
+called from worker threads, several at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from dsh_host.session.events import Event, SessionHeader
+from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.store.base import CandidateRow, SessionRow, StoredTitle, StoreError
+
+BodyScorer = Callable[[str, Sequence[str]], "list[float] | None"]
+"""`score(query, texts)`: the relevance the store's body search gives each text for `query`.
+
+The query service passes one to every source's `search_candidates` when its store can score a
+text it does not hold on its own scale (`SessionStore`s with `score_body_texts`): the source
+then ranks its body matches by it, so store and source matches compare by one measure. It
+returns None when the store has nothing to compare with (its index is empty).
+"""
+
+
+class SourceReadOnly(StoreError):
+    """A write, import, compaction or delete aimed at a session a read-only source serves."""
+
+    def __init__(self, session_id: str, source: str) -> None:
+        super().__init__(
+            f"session {json.dumps(session_id, ensure_ascii=False)} belongs to the read-only source "
+            f"{source!r}: dsh reads it but never writes, compacts, imports over or deletes it"
+        )
+        self.session_id = session_id
+        self.source = source
+
+
+@dataclass(frozen=True)
+class SourceFileReport:
+    """One file of a source that had lines it could not read (what `dsh sessions check` reports).
+
+    `skipped` counts every line left out (not JSON, cut short by a crash, not an object);
+    `oversized` how many of those were longer than the source reads, skipped without being read.
+    `session_id` is the session the file holds, or None for a file that is no session.
+    """
+
+    path: str
+    session_id: str | None
+    skipped: int
+    oversized: int = 0
+
+
+@runtime_checkable
+class SessionSource(Protocol):
+    """The read half of `SessionStore`, for sessions another agent keeps (see `SessionStore`).
+
+    Every id it is given or returns carries its `<name>:` prefix. Reads answer from one
+    observation of the agent's file; a session whose file vanished or became unreadable is
+    `SessionNotFound`, and bad lines never stop a listing or a read. `search_candidates` ranks
+    as the store's does; with `score` given, body matches carry its relevance.
+    """
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Every session of the source, newest first (ties by id), with its title."""
+        ...
+
+    def has(self, session_id: str) -> bool:
+        """Whether the source serves a session with this id."""
+        ...
+
+    def read_header(self, session_id: str) -> SessionHeader:
+        """The session's header."""
+        ...
+
+    def read_title(self, session_id: str) -> StoredTitle | None:
+        """The session's title as the agent keeps it, or None."""
+        ...
+
+    def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """Header, last seq and the current surface events (log form), in one read."""
+        ...
+
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
+        """Several sessions' surfaces as text, in order."""
+        ...
+
+    def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
+        """The header and every event's log line of the synthesized log."""
+        ...
+
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
+        """The header and every event of the synthesized log."""
+        ...
+
+    def search_candidates(
+        self,
+        query: str,
+        *,
+        target_id: str | None,
+        target_cwd: str | None,
+        limit: int,
+        cancel: threading.Event | None = None,
+        score: BodyScorer | None = None,
+    ) -> list[CandidateRow]:
+        """At most `limit` of its sessions matching `query`, ranked (see `SessionStore.search_candidates`)."""
+        ...
+
+    def check(self, session_id: str | None = None) -> list[SourceFileReport]:
+        """The files (of one session, or all) that had lines the source could not read."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds (its index connections)."""
+        ...

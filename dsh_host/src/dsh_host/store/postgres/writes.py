@@ -1,0 +1,187 @@
+"""The PostgreSQL store's writes, each inside the caller's transaction: batches, imports, deletes, sharing.
+
+A write to a stored session locks its row first (`SELECT ... FOR UPDATE`), so two hosts
+appending to one session serialise there; the second finds the seq it expected taken and gets a
+conflict error with nothing written. A new session's row is created by an insert that yields to
+any row of the same id (ids are unique across the database). Only the session's owner may change
+it: row-level security lets no other role lock or write its rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from dsh_host.session.events import Event, SessionHeader, surface_text
+from dsh_host.store import rows
+from dsh_host.store.base import SessionNotFound, StoreError
+from dsh_host.store.codec import encode, fits_postgres, folded, pack_fields, to_postgres
+
+# Arrays go in binary: the text format escapes every element in Python, which costs more than
+# the insert itself.
+_INSERT_EVENTS = (
+    "INSERT INTO dsh.events (session_pk, seq, line) SELECT %s, seq, line FROM unnest(%b::bigint[], %b::text[]) "
+    "AS t (seq, line)"
+)
+_INSERT_SURFACE = (
+    "INSERT INTO dsh.surface (session_pk, ord, seq, type, source_kind, source_plugin, text, raw) "
+    "SELECT %s, * FROM unnest(%b::bigint[], %b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
+    "%b::bytea[])"
+)
+
+
+def append(conn: psycopg.Connection, batch: rows.Batch) -> None:
+    """Persist a contiguous batch; the first batch creates the session."""
+    header = batch.header
+    # A batch from seq 0 is nearly always a new session's first: try to create it at once (one
+    # round trip), and look the session up only when it exists.
+    pk = _try_insert_session(conn, header) if batch.first == 0 else None
+    if pk is not None:
+        next_seq = next_ord = 0
+    else:
+        row = _owned_for_update(conn, header.id)
+        if row is None:
+            if batch.first != 0:
+                raise batch.not_stored()
+            raise _taken(header.id)
+        pk, next_seq, next_ord = row
+    batch.check_start(next_seq)
+    _write_events(conn, pk, batch, next_ord)
+
+
+def import_log(conn: psycopg.Connection, header: SessionHeader, batch: rows.Batch | None, *, replace: bool) -> None:
+    """Store a whole, already validated log (`replace` drops an existing one)."""
+    row = _owned_for_update(conn, header.id)
+    if row is not None:
+        if not replace:
+            raise rows.already_exists(header.id)
+        _delete(conn, row[0])
+    pk = _try_insert_session(conn, header)
+    if pk is None:
+        raise _taken(header.id)
+    if batch is not None:
+        _write_events(conn, pk, batch, 0)
+
+
+def delete(conn: psycopg.Connection, session_id: str) -> bool:
+    """Remove a session of this role's; False when there was none."""
+    row = _owned_for_update(conn, session_id)
+    if row is not None:
+        _delete(conn, row[0])
+    return row is not None
+
+
+def share(conn: psycopg.Connection, session_id: str, role: str | None) -> None:
+    """Let members of `role` read the session (None: nobody but its owner); owner only."""
+    if _owned_for_update(conn, session_id) is None:
+        raise SessionNotFound(session_id)
+    if role is not None and conn.execute("SELECT to_regrole(%s)", (_quoted_role(role),)).fetchone()[0] is None:
+        raise StoreError(f"role {role!r} does not exist")
+    conn.execute(
+        "UPDATE dsh.sessions SET reader = %s::regrole WHERE id = %s",
+        (None if role is None else _quoted_role(role), encode(session_id)),
+    )
+
+
+def _owned_for_update(conn: psycopg.Connection, session_id: str) -> tuple[Any, ...] | None:
+    """The session's (pk, next_seq, next_ord), locked, when this role owns it; None when it is not stored.
+
+    A session that is only shared with this role is read-only here.
+    """
+    key = encode(session_id)
+    # FOR UPDATE passes only rows the UPDATE policy lets this role change: its own.
+    row = conn.execute("SELECT pk, next_seq, next_ord FROM dsh.sessions WHERE id = %s FOR UPDATE", (key,)).fetchone()
+    if row is not None:
+        return row
+    shared = conn.execute("SELECT owner FROM dsh.sessions WHERE id = %s", (key,)).fetchone()
+    if shared is not None:
+        raise StoreError(
+            f"session {session_id!r} is shared with you read-only; only its owner {shared[0]!r} can change it"
+        )
+    return None
+
+
+def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int | None:
+    """Create the session's row; None when its id is taken (stored, if maybe invisible)."""
+    row = conn.execute(
+        "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord, id_folded, "
+        "cwd_folded) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING pk",
+        (
+            encode(header.id),
+            header.created_at,
+            *to_postgres(header.cwd),
+            rows.header_json(header),
+            folded(header.id),
+            folded(header.cwd),
+        ),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord: int) -> None:
+    """Insert a batch's event rows, then update the surface and session rows."""
+    conn.execute(_INSERT_EVENTS, (pk, list(range(batch.first, batch.last + 1)), batch.lines()))
+    appended: list[tuple[Any, ...]] = []
+    raw_text = False
+    for event in batch.nodes:
+        op = event.surface_op
+        fields = _surface_fields(event)
+        raw_text = raw_text or fields[-1] is not None
+        if op == "append":
+            appended.append((next_ord, event.seq, *fields))
+            next_ord += 1
+            continue
+        # A replace may shadow nodes appended earlier in this batch: write those first.
+        _insert_surface(conn, pk, appended)
+        appended = []
+        lo, hi = conn.execute(
+            "SELECT min(ord) FILTER (WHERE seq = %s), min(ord) FILTER (WHERE seq = %s) FROM dsh.surface "
+            "WHERE session_pk = %s AND seq IN (%s, %s)",
+            (op["start"], op["end"], pk, op["start"], op["end"]),
+        ).fetchone()
+        if lo is None or hi is None or lo > hi:
+            raise rows.surface_disagrees(event)
+        conn.execute("DELETE FROM dsh.surface WHERE session_pk = %s AND ord BETWEEN %s AND %s", (pk, lo, hi))
+        _insert_surface(conn, pk, [(lo, event.seq, *fields)])
+    _insert_surface(conn, pk, appended)
+    updates = "next_seq = %s, next_ord = %s"
+    params: list[Any] = [batch.last + 1, next_ord]
+    if batch.title is not None:
+        title, seq, time = batch.title
+        updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s, title_folded = %s"
+        params.extend((*to_postgres(title), seq, time, folded(title)))
+    if raw_text:
+        # Readers of the surface text then know to look at the raw column.
+        updates += ", raw_surface_text = true"
+    conn.execute(f"UPDATE dsh.sessions SET {updates} WHERE pk = %s", (*params, pk))
+
+
+def _surface_fields(event: Event) -> tuple[Any, ...]:
+    """A surface node's (type, source_kind, source_plugin, text, raw) columns."""
+    text = surface_text(event.type, event.data)
+    if fits_postgres(text):
+        return (*text, None)
+    return (None, None, None, None, pack_fields(text))
+
+
+def _insert_surface(conn: psycopg.Connection, pk: int, nodes: list[tuple[Any, ...]]) -> None:
+    if nodes:
+        conn.execute(_INSERT_SURFACE, (pk, *map(list, zip(*nodes, strict=True))))
+
+
+def _delete(conn: psycopg.Connection, pk: int) -> None:
+    conn.execute("DELETE FROM dsh.events WHERE session_pk = %s", (pk,))
+    conn.execute("DELETE FROM dsh.surface WHERE session_pk = %s", (pk,))
+    conn.execute("DELETE FROM dsh.sessions WHERE pk = %s", (pk,))
+
+
+def _taken(session_id: str) -> StoreError:
+    # Stored meanwhile by another writer, or by a role this one cannot see: ids are unique across
+    # the database.
+    return StoreError(f"session {session_id!r} already exists (another writer created it); nothing was written")
+
+
+def _quoted_role(role: str) -> str:
+    """A role name as regrole input (quoted, so case and punctuation are kept)."""
+    return '"' + role.replace('"', '""') + '"'

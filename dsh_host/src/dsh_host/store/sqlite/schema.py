@@ -1,0 +1,124 @@
+"""The SQLite store's file and schema: creating them, recognising them, upgrading older versions.
+
+Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes (a
+version 1 database gets them on first open).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from dsh_host.store.base import StoreError
+from dsh_host.store.sqlite import search
+
+SCHEMA_VERSION = 2
+APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_SCHEMA = """
+CREATE TABLE sessions (
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    created_at NUMERIC NOT NULL,
+    cwd TEXT,
+    header TEXT NOT NULL,
+    next_seq INTEGER NOT NULL,
+    next_ord INTEGER NOT NULL,
+    title TEXT,
+    title_seq INTEGER,
+    title_time INTEGER,
+    raw_surface_text INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
+CREATE TABLE events (
+    key INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE TABLE surface (
+    session_pk INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    source_kind TEXT,
+    source_plugin TEXT,
+    text TEXT NOT NULL,
+    PRIMARY KEY (session_pk, ord)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
+"""
+
+Progress = Callable[[int, int], None]
+"""`progress(done, total)`: how far a long schema upgrade is (in sessions)."""
+
+
+def create_file(path: Path) -> bool:
+    """Create the database file exclusively with mode 0600 (directory 0700); False if it exists."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def check_magic(path: Path) -> None:
+    """Refuse a file that is not SQLite before SQLite touches it (an empty file is new)."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not a dsh session store (not an SQLite database); it was left untouched")
+
+
+def version_of(conn: sqlite3.Connection, path: Path) -> int | None:
+    """The schema version of the database, None for an empty one; `StoreError` for one not ours."""
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a dsh session store: {exc}") from None
+    if version == 0 and app_id == 0 and tables == 0:
+        return None
+    if app_id != APPLICATION_ID:
+        raise StoreError(f"{path} is an SQLite database but not a dsh session store")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
+            "upgrade dsh to open it"
+        )
+    if version not in (1, SCHEMA_VERSION):
+        raise StoreError(f"{path} has unknown schema version {version}")
+    return version
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Create the schema (inside the caller's write transaction), unless another process just did."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+        for statement in _statements(_SCHEMA + search.SEARCH_SCHEMA):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
+    """Upgrade version 1 to 2 (inside the caller's write transaction): create and fill the search indexes."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+        for statement in _statements(search.SEARCH_SCHEMA):
+            conn.execute(statement)
+        search.fill_indexes(conn, progress)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a schema script, triggers whole (their bodies hold `;` too)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending
+            pending = ""

@@ -1,0 +1,51 @@
+"""Fixtures: the agents' folders in a temporary home, and hosts mounting the two sources on them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_host import Host
+from dsh_host.testing import HostFactory
+
+
+@dataclass(frozen=True)
+class AgentDirs:
+    """Where the test's Claude Code and Codex keep their data."""
+
+    claude: Path
+    codex: Path
+
+    def tables(self) -> dict[str, Any]:
+        return {"claude-code": {"dir": str(self.claude)}, "codex": {"dir": str(self.codex)}}
+
+
+@pytest.fixture
+def agent_dirs(tmp_path: Path) -> AgentDirs:
+    return AgentDirs(tmp_path / "claude", tmp_path / "codex")
+
+
+SourceHost = Callable[..., Host]
+
+
+@pytest.fixture
+def source_host(make_host: HostFactory, agent_dirs: AgentDirs) -> SourceHost:
+    """`source_host(*more_plugins)`: a host mounting `claude-code` and `codex` on `agent_dirs`."""
+    return lambda *more: make_host(["claude-code", "codex", *more], config={"sources": agent_dirs.tables()})
+
+
+def tree_state(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file and folder under `root` with its bytes, mtime and mode (what reading must not change)."""
+    state: dict[str, tuple[bytes, int, int]] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            info = path.lstat()
+            data = path.read_bytes() if path.is_file() else b""
+            state[str(path.relative_to(root))] = (data, info.st_mtime_ns, info.st_mode)
+    return state
