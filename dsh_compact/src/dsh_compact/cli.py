@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from dsh_compact.service import CompactionService
     from dsh_compact.transaction import CompactionResult
     from dsh_host import Host
+    from dsh_host.ui import SlashCommandUI
 
 
 def describe(session_id: str, result: CompactionResult | None) -> str:
@@ -54,7 +55,7 @@ async def _compact_stored(host: Host, session_id: str, retain_tokens: int | None
     return describe(display_inline_text(session_id), result)
 
 
-async def compact_slash_command(ui: Any, argument: str) -> str:
+async def compact_slash_command(ui: SlashCommandUI, argument: str) -> str:
     """`/compact [RETAIN_TOKENS]`: compact the UI's session now; returns the line to show."""
     argument = argument.strip()
     if argument and not (argument.isascii() and argument.isdigit()):

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from dsh_compact.prune import PRUNE_MARKER, PruneConfig
 from dsh_compact.targets import ModelTarget
 from dsh_host import ConfigError
 from dsh_host.settings import format_value, read_bool, read_float, read_int, read_str, reject_unknown
+
+T = TypeVar("T")
 
 TABLE = "plugins.compact"
 
@@ -87,7 +89,7 @@ class TargetPolicy:
         """The configured summarization model, if the pair is set."""
         return ModelTarget.of(self.summarization_provider, self.summarization_model)
 
-    def scale(self, target: ModelTarget, context_window: Any) -> CompactSpec:
+    def scale(self, target: ModelTarget, context_window: object) -> CompactSpec:
         """Budgets for a context window of `context_window` tokens.
 
         Raises `TargetPressureConfigError` for a window that is not a positive integer, or when
@@ -338,7 +340,7 @@ def _read_count(table: str, raw: Mapping[str, Any], key: str, *, minimum: int) -
     return read_int(table, {key: value}, key, None, minimum=minimum)
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int | float]:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
@@ -348,7 +350,7 @@ def _entry_table(index: int) -> str:
     return f"{TABLE}.model_policies[{index}]"
 
 
-def _pick(value: Any, default: Any) -> Any:
+def _pick(value: T | None, default: T) -> T:
     return default if value is None else value
 
 
@@ -356,7 +358,7 @@ def _shown(raw: Mapping[str, Any], key: str) -> str:
     return _render(raw[key]) if key in raw else "(absent)"
 
 
-def _render(value: Any) -> str:
+def _render(value: object) -> str:
     """A value as messages show it: as TOML writes it, an integral number without `.0`."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))

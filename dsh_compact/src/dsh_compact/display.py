@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from dsh_host.hookspecs import Json
+    from dsh_host.ui import Transcript
 
 COMPACTION_HEADER = "x-deepseek-harness-compact"
 """Marks a summary request, so DeepSeek's harness endpoint tells it from a loop step."""
 
 
-def render_compact_end(data: Mapping[str, Any], transcript: Any) -> list[Any]:
+def render_compact_end(data: Json, transcript: Transcript) -> list[RenderableType]:
     """`compact/end`: the failure, or that the conversation was compacted."""
     # Imported here: the UI namespace loads rich, and the header above is read on every request.
     from dsh_host import ui

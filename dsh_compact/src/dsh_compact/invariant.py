@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.log import Violation
 from dsh_host.text import js_string
+
+if TYPE_CHECKING:
+    from dsh_host import Event, SessionHeader
+    from dsh_host.hookspecs import Json, JsonValue
 
 RULE = "compact"
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -26,11 +30,11 @@ _MAX_SAFE_INTEGER = 2**53 - 1
 
 @dataclass
 class _Open:
-    turn: Any
+    turn: JsonValue
     summarized: bool = False
 
 
-def check_compactions(header: Any, events: Sequence[Any]) -> Iterator[Violation]:
+def check_compactions(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
     """A `dsh_host.log.LogInvariant`: every violation of the compaction bracket in a log."""
     open_: _Open | None = None
     for event in events:
@@ -70,7 +74,7 @@ def check_compactions(header: Any, events: Sequence[Any]) -> Iterator[Violation]
             open_ = None
 
 
-def _summary_fields(seq: int, data: Mapping[str, Any]) -> Iterator[Violation]:
+def _summary_fields(seq: int, data: Json) -> Iterator[Violation]:
     seqs = data.get("shadowedSeqs")
     if not isinstance(seqs, list) or not seqs:
         yield Violation(seq, RULE, "compact/summary shadowedSeqs must be non-empty")
@@ -85,11 +89,11 @@ def _summary_fields(seq: int, data: Mapping[str, Any]) -> Iterator[Violation]:
         yield Violation(seq, RULE, "compact/summary shadowedTokenCount must be a non-negative safe integer")
 
 
-def _strictly_equal(a: Any, b: Any) -> bool:
+def _strictly_equal(a: JsonValue, b: JsonValue) -> bool:
     # JavaScript's `===` on JSON scalars: `true` is not `1`.
     return type(a) is type(b) and a == b
 
 
-def _interrupted(event: Any) -> bool:
+def _interrupted(event: Event) -> bool:
     reason = event.data.get("reason") if isinstance(event.data, Mapping) else None
     return isinstance(reason, Mapping) and reason.get("kind") == "interrupted"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from dsh_compact.config import TargetPressureConfigError
 from dsh_compact.targets import CompactAgent, routed_target
@@ -122,7 +122,7 @@ def _aborted(signal: asyncio.Event | None) -> bool:
     return signal is not None and signal.is_set()
 
 
-def _code(failure: Any) -> Any:
+def _code(failure: object) -> object:
     if isinstance(failure, Mapping):
         return failure.get("code")
     return getattr(failure, "code", None)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 COMPACT_CHECKPOINT_SOURCE: Mapping[str, str] = MappingProxyType({"kind": "plugin", "plugin": "compact"})
 """The `source` every compaction backend puts on its checkpoint `user/message`."""
 
 
-def is_compact_checkpoint_source(source: Any) -> bool:
+def is_compact_checkpoint_source(source: object) -> bool:
     """True iff `source` is `{"kind": "plugin", "plugin": "compact"}` (other keys are ignored).
 
     Only these two fields are checked: not the event type, the surface op, the content or the

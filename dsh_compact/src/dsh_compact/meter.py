@@ -16,11 +16,14 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host import Event, Session
 from dsh_host.log import Surface, canonical_header, derive_event_message, header_equals, plan_transition
 from dsh_host.models import StreamAssembler
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 CHARS_PER_TOKEN = 4
 BLOCK_OVERHEAD = 4
@@ -38,11 +41,11 @@ def _chars_to_tokens(text: str) -> int:
     return -(-js_length(text) // CHARS_PER_TOKEN)
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def estimate_block(block: Mapping[str, Any]) -> int:
+def estimate_block(block: Json) -> int:
     """The heuristic price of one content block."""
     kind = block.get("type")
     if kind in ("text", "reasoning") and isinstance(block.get("text"), str):
@@ -58,16 +61,16 @@ def estimate_block(block: Mapping[str, Any]) -> int:
     return BLOCK_OVERHEAD + _chars_to_tokens(_json(block))
 
 
-def estimate_blocks(blocks: Sequence[Mapping[str, Any]]) -> int:
+def estimate_blocks(blocks: Sequence[Json]) -> int:
     return sum(estimate_block(block) for block in blocks)
 
 
-def estimate_message(message: Mapping[str, Any]) -> int:
+def estimate_message(message: Json) -> int:
     """The heuristic price of one model message (its blocks plus the role overhead)."""
     return estimate_blocks(message.get("content") or ()) + ROLE_OVERHEAD
 
 
-def estimate_header(header: Mapping[str, Any] | None) -> int:
+def estimate_header(header: Json | None) -> int:
     """The price of a request envelope: message prefix, system prompt and tool list."""
     if header is None:
         return 0
@@ -105,7 +108,7 @@ class Measurement:
 
 @dataclass(frozen=True)
 class _Anchor:
-    header: Mapping[str, Any] | None
+    header: Json | None
     baseline: int
     surface_tokens: int
 
@@ -119,7 +122,7 @@ class _Fold:
     prices: dict[int, int] = field(default_factory=dict)
     surface_tokens: int = 0
     step_surface_tokens: int | None = None
-    header: Mapping[str, Any] | None = None
+    header: Json | None = None
     anchor: _Anchor | None = None
 
 
@@ -130,7 +133,7 @@ class TokenMeter:
         self._folds: weakref.WeakKeyDictionary[Session, _Fold] = weakref.WeakKeyDictionary()
 
     @staticmethod
-    def estimate_message(message: Mapping[str, Any]) -> int:
+    def estimate_message(message: Json) -> int:
         """The heuristic price of one model message."""
         return estimate_message(message)
 
@@ -197,5 +200,5 @@ def _reassembled_price(session: Session, sources: Sequence[int]) -> int:
     return estimate_message({"role": "assistant", "content": content}) if content else 0
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0

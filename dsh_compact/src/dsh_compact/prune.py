@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from dsh_host import Session
+    from dsh_host.hookspecs import JsonValue
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
 """What replaces the removed middle (39 code points)."""
@@ -34,7 +38,7 @@ class PrunedToolResult:
 
     original_seq: int
     replacement_seq: int
-    call_id: Any
+    call_id: JsonValue
     chars_before: int
     chars_after: int
 
@@ -47,18 +51,18 @@ class PruneResult:
     chars_removed: int
 
 
-def _text(block: Any) -> str | None:
+def _text(block: JsonValue) -> str | None:
     if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
-        return block["text"]
+        return cast(str, block["text"])
     return None
 
 
-def measure_content(blocks: Sequence[Any]) -> int:
+def measure_content(blocks: Sequence[JsonValue]) -> int:
     """The code points of the `text` blocks of `blocks` (other blocks count 0)."""
     return sum(len(text) for text in map(_text, blocks) if text is not None)
 
 
-def prune_content(blocks: Sequence[Any], config: PruneConfig) -> list[Any] | None:
+def prune_content(blocks: Sequence[JsonValue], config: PruneConfig) -> list[JsonValue] | None:
     """`blocks` with the text middle `[head, total - tail)` replaced by the marker; None if within budget.
 
     The interval runs over the text of all `text` blocks in order. The marker goes into the first
@@ -69,7 +73,7 @@ def prune_content(blocks: Sequence[Any], config: PruneConfig) -> list[Any] | Non
     if total <= config.threshold_chars:
         return None
     head, removed_end = config.head_chars, total - config.tail_chars
-    out: list[Any] = []
+    out: list[JsonValue] = []
     start = 0
     marked = False
     for block in blocks:
@@ -99,7 +103,7 @@ class ToolResultPruner:
     def __init__(self, config: PruneConfig) -> None:
         self.config = config
 
-    def prune_session(self, session: Any) -> PruneResult:
+    def prune_session(self, session: Session) -> PruneResult:
         """Replace every oversized current `tool/result`, in surface order, in one pass.
 
         The surface is read once, before the first replacement. A failing append raises; the

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host import ModelRequest
 from dsh_host.models import message_text
 from dsh_host.text import shorten_text
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 COMPACTION_MARKER = "acting as a compaction engine"
 """The phrase of the compaction instruction that marks a summary request without a purpose."""
@@ -32,12 +35,12 @@ def scripted_reply(request: ModelRequest, purpose: str) -> str | None:
     return None
 
 
-def is_compaction(messages: Sequence[Mapping[str, Any]]) -> bool:
+def is_compaction(messages: Sequence[Json]) -> bool:
     """True when the last message is the compaction instruction."""
     return bool(messages) and COMPACTION_MARKER in message_text(messages[-1])
 
 
-def compaction_summary(messages: Sequence[Mapping[str, Any]]) -> str:
+def compaction_summary(messages: Sequence[Json]) -> str:
     """A structured checkpoint of `messages` under the compaction instruction's headings.
 
     It quotes the first and the latest user requests, names the latest tool calls, and counts
@@ -88,7 +91,7 @@ class _Digest:
     chars: int  # the size of the condensed text
 
     @classmethod
-    def of(cls, messages: Sequence[Mapping[str, Any]]) -> _Digest:
+    def of(cls, messages: Sequence[Json]) -> _Digest:
         requests: list[str] = []
         prior: str | None = None
         calls: list[str] = []
@@ -111,7 +114,7 @@ class _Digest:
         return cls(requests, prior, calls, errors, chars)
 
 
-def _block_chars(block: Mapping[str, Any]) -> int:
+def _block_chars(block: Json) -> int:
     if block.get("type") == "tool-result":
         return sum(_block_chars(inner) for inner in block.get("content", ()))
     return sum(len(block.get(key) or "") for key in ("text", "name", "arguments"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from dsh_compact.config import TargetPressureConfigError
 from dsh_compact.errors import CompactionError
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from dsh_compact.prune import ToolResultPruner
     from dsh_compact.summarizer import Summarizer
     from dsh_compact.transaction import CompactionResult
-    from dsh_host import Session
+    from dsh_host import Agent, Session
+    from dsh_host.hookspecs import Json, JsonValue
 
 Trigger = Literal["pressure", "context-overflow"]
 
@@ -80,7 +81,7 @@ class CompactionService:
         return self._meter
 
     async def compact_region(
-        self, agent: Any, start: int, end: int, signal: asyncio.Event | None = None
+        self, agent: Agent | CompactAgent | Session, start: int, end: int, signal: asyncio.Event | None = None
     ) -> CompactionResult:
         """Replace the surface run from `start` to `end` (seqs, by surface position) with a checkpoint.
 
@@ -93,7 +94,7 @@ class CompactionService:
         )
 
     async def compact_if_needed(
-        self, agent: Any, trigger: Trigger, signal: asyncio.Event | None = None
+        self, agent: Agent | CompactAgent | Session, trigger: Trigger, signal: asyncio.Event | None = None
     ) -> CompactionResult | None:
         """Compact if the routed target's policy calls for it; None when nothing was compacted.
 
@@ -155,11 +156,11 @@ class CompactionService:
 
     async def compact_now(
         self,
-        agent: Any,
+        agent: Agent | CompactAgent | Session,
         *,
         retain_tokens: int | None = None,
         signal: asyncio.Event | None = None,
-        source: Mapping[str, Any] = USER_SOURCE,
+        source: Json = USER_SOURCE,
     ) -> CompactionResult | None:
         """Compact everything but the retained tail now, whatever the pressure.
 
@@ -215,13 +216,13 @@ class CompactionService:
             await self._flush(session)
 
 
-def _failure_reason(exc: BaseException, signal: asyncio.Event | None) -> dict[str, Any]:
+def _failure_reason(exc: BaseException, signal: asyncio.Event | None) -> dict[str, JsonValue]:
     """The `turn/end` reason of a manual compaction turn that did not complete."""
     import asyncio
 
     if isinstance(exc, asyncio.CancelledError) or (signal is not None and signal.is_set()):
         return {"kind": "aborted"}
-    reason: dict[str, Any] = {"kind": "error", "step": 0, "message": str(exc) or type(exc).__name__}
+    reason: dict[str, JsonValue] = {"kind": "error", "step": 0, "message": str(exc) or type(exc).__name__}
     code = getattr(exc, "code", None)
     if isinstance(code, str):
         reason["code"] = code

@@ -9,9 +9,9 @@ the `<compacted-summary>` tags, as separate content blocks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dsh_compact.errors import SummarizationError
 from dsh_compact.targets import CompactAgent, ModelTarget, routed_target
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from dsh_compact.config import CompactConfig
     from dsh_host import Session
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.models import ResolvedModel
 
 COMPACTION_INSTRUCTION = "\n".join(
@@ -91,7 +92,7 @@ ModelResolver = Callable[[ModelTarget], "ResolvedModel"]
 """Resolves a target to the adapter that serves it (and the pair actually dispatched)."""
 
 
-def frame(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def frame(summary: Sequence[Json]) -> list[dict[str, JsonValue]]:
     """The checkpoint content: preamble and opening tag, the summary blocks, the closing tag."""
     return [
         {"type": "text", "text": f"{CHECKPOINT_PREAMBLE}\n\n{SUMMARY_OPEN_TAG}"},
@@ -104,9 +105,9 @@ def frame(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 class SummarizationInput:
     """What the summarizer condenses: the replayed request prefix plus the shadowed messages."""
 
-    messages: tuple[Mapping[str, Any], ...]
+    messages: tuple[Json, ...]
     system: str | None = None
-    tools: tuple[Mapping[str, Any], ...] | None = None
+    tools: tuple[Json, ...] | None = None
 
 
 def build_summarization_input(session: Session, shadowed: Sequence[int]) -> SummarizationInput:
@@ -131,7 +132,7 @@ def build_summarization_input(session: Session, shadowed: Sequence[int]) -> Summ
 class Summary:
     """A summarizer's answer: the raw summary blocks and the target that produced them."""
 
-    blocks: tuple[Mapping[str, Any], ...]
+    blocks: tuple[Json, ...]
     provider: str
     model: str
     max_tokens: int | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dsh_host import Session
@@ -28,7 +28,7 @@ class ModelTarget:
         return f"{self.provider}/{self.model}"
 
     @classmethod
-    def of(cls, provider: Any, model: Any) -> ModelTarget | None:
+    def of(cls, provider: object, model: object) -> ModelTarget | None:
         """The target of a pair, or None unless both are non-empty strings."""
         if isinstance(provider, str) and provider and isinstance(model, str) and model:
             return cls(provider, model)
@@ -54,7 +54,7 @@ class CompactAgent:
     fallback: ModelTarget | None = None
 
     @classmethod
-    def of(cls, agent: Any) -> CompactAgent:
+    def of(cls, agent: object) -> CompactAgent:
         """View a `CompactAgent`, a bare `Session`, or an agent-like object as a `CompactAgent`.
 
         An agent's configured model is read from `provider`/`model` attributes, directly or on
@@ -74,7 +74,7 @@ class CompactAgent:
         return cls(session, _configured_target(agent))
 
 
-def _configured_target(agent: Any) -> ModelTarget | None:
+def _configured_target(agent: object) -> ModelTarget | None:
     for holder in (agent, getattr(agent, "options", None)):
         if holder is None:
             continue

@@ -16,9 +16,8 @@ is read from the log itself (`inspect_turn_tail`), only back to the latest turn 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_compact.errors import CompactionError
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
@@ -27,6 +26,9 @@ from dsh_compact.pairing import balanced_cuts
 from dsh_compact.summarizer import Summarizer, build_summarization_input, frame
 from dsh_compact.targets import CompactAgent
 from dsh_host import Session
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class CompactionResult:
     summary_seq: int
     checkpoint_seq: int
     end_seq: int
-    summary: tuple[Mapping[str, Any], ...]
+    summary: tuple[Json, ...]
     shadowed_range: tuple[int, int]
     shadowed_seqs: tuple[int, ...]
     shadowed_token_count: int
@@ -127,7 +129,7 @@ async def compact_region(
                 f"summary is not smaller than the shadowed content "
                 f"({framed_tokens} estimated framed tokens >= {shadowed_tokens})"
             )
-        summary_data: dict[str, Any] = {
+        summary_data: dict[str, JsonValue] = {
             "summary": [dict(block) for block in summary.blocks],
             "shadowedRange": {"start": start, "end": end},
             "shadowedSeqs": list(shadowed),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.hookspecs import hookimpl
 
@@ -225,7 +225,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is not None:
         value = getattr(importlib.import_module(home), name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar, overload
 
 if TYPE_CHECKING:
     import asyncio
@@ -24,14 +24,18 @@ T = TypeVar("T")
 __all__ = ["abandon_on", "ignore_outcome", "resolve"]
 
 
-async def resolve(value: Any) -> Any:
+@overload
+async def resolve(value: Awaitable[T]) -> T: ...
+@overload
+async def resolve(value: T) -> T: ...
+async def resolve(value: object) -> object:
     """Await `value` until it is no longer awaitable (hooks may return coroutines)."""
     while inspect.isawaitable(value):
         value = await value
     return value
 
 
-async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:
+async def abandon_on(cancel: asyncio.Event | None, work: Awaitable[T], cancelled: Callable[[], BaseException]) -> T:
     """Await `work`, or raise `cancelled()` as soon as `cancel` (an `asyncio.Event`) is set.
 
     Abandoned work keeps running (a store read or a directory walk in a thread cannot be
@@ -60,11 +64,11 @@ async def abandon_on(cancel: Any, work: Awaitable[T], cancelled: Callable[[], Ba
     raise cancelled()
 
 
-def ignore_outcome(future: asyncio.Future[Any]) -> None:
+def ignore_outcome(future: asyncio.Future[T]) -> None:
     """Consume `future`'s eventual result or error quietly (work nobody waits for any more)."""
     future.add_done_callback(_consume)
 
 
-def _consume(future: asyncio.Future[Any]) -> None:
+def _consume(future: asyncio.Future[T]) -> None:
     if not future.cancelled():
         future.exception()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from dsh_host.hookspecs import Json, StoreFactory, hookimpl
 from dsh_host.settings import read_str, reject_unknown
@@ -120,7 +120,7 @@ def dsh_register_slash_commands(register: Callable[[str, str, SlashCommandHandle
     from dsh_host.tui.commands import BUILTIN_COMMANDS
 
     for name, help_text, handler in BUILTIN_COMMANDS:
-        register(name, help_text, handler)
+        register(name, help_text, cast("SlashCommandHandler", handler))  # they run in the host's own chat only
 
 
 @hookimpl(tryfirst=True)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import platformdirs
 
@@ -68,12 +68,12 @@ class Config:
 
     @property
     def host(self) -> Mapping[str, Any]:
-        return self.data["host"]
+        return cast("Mapping[str, Any]", self.data["host"])
 
     @property
     def plugin_names(self) -> list[str] | None:
         """Plugins to mount, in order; None means "the installed defaults"."""
-        return self.data["host"].get("plugins")
+        return cast("list[str] | None", self.data["host"].get("plugins"))
 
     def plugin_table(self, name: str) -> dict[str, Any]:
         """A copy of `[plugins.<name>]`, empty when absent."""
@@ -86,7 +86,7 @@ class Config:
     @property
     def store_name(self) -> str:
         """The store to open (`[host] store`, default `sqlite`)."""
-        return self.data["host"].get("store", DEFAULT_STORE)
+        return cast(str, self.data["host"].get("store", DEFAULT_STORE))
 
     def store_table(self, name: str) -> dict[str, Any]:
         """A copy of `[stores.<name>]`, empty when absent."""
@@ -224,7 +224,7 @@ def _validate_shape(loaded: Mapping[str, Any], path: str) -> None:
                 raise ConfigError(f"{path}: [{section}.{name}] must be a table, got {table!r}")
 
 
-def _check_type(table: str, key: str, value: Any, expected: type, path: str) -> None:
+def _check_type(table: str, key: str, value: object, expected: type, path: str) -> None:
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
     if expected is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)

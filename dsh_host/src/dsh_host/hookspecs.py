@@ -25,7 +25,7 @@ awaitable resolving to it. docs/hooks.md is generated from this module.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 from pluggy import HookimplMarker, HookspecMarker
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Json",
+    "JsonValue",
     "MaybeAwaitable",
     "RegisterCompletion",
     "SourceFactory",
@@ -69,10 +70,16 @@ hookimpl = HookimplMarker("dsh")
 
 T = TypeVar("T")
 
-MaybeAwaitable = T | Awaitable[T]
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
 """A hook result given directly or as an awaitable the agent resolves."""
 
-Json = Mapping[str, Any]
+JsonValue: TypeAlias = Any
+"""Any JSON value: null, a boolean, a number, a string, a list or an object of JSON values.
+
+The one place the toolkit's types say "arbitrary data": event data, model messages and content
+blocks are read by their shape, so a type checker lets them through as `Any`."""
+
+Json: TypeAlias = Mapping[str, JsonValue]
 """A JSON object in the log's vocabulary (camelCase keys), frozen when it comes from the log."""
 
 StoreFactory = Callable[["Host", dict[str, Any]], "SessionStore"]

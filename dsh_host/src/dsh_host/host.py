@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
@@ -25,6 +25,8 @@ from dsh_host.errors import PluginError
 from dsh_host.services import Services
 
 if TYPE_CHECKING:
+    from pluggy import HookRelay
+
     from dsh_host.agent.agent import Agent
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.registry import ModelRegistry
@@ -53,7 +55,7 @@ class Host:
         self.services = Services()
         self.installed = loading.discover()
         self.mounted: list[loading.MountedPlugin] = []
-        self._plugin_objects: dict[str, Any] = {}
+        self._plugin_objects: dict[str, object] = {}
         self._store_lock = threading.Lock()
         self._closed = False
 
@@ -62,7 +64,7 @@ class Host:
         cls,
         config: Config | None = None,
         *,
-        plugins: Mapping[str, Any] | None = None,
+        plugins: Mapping[str, object] | None = None,
         session_query: bool = True,
     ) -> Host:
         """Mount the configured plugins, then `plugins` (name to plugin object), in order.
@@ -90,7 +92,7 @@ class Host:
         return host
 
     @property
-    def hook(self) -> Any:
+    def hook(self) -> HookRelay:
         """The pluggy hook relay (`host.hook.dsh_agent_post_step(...)`)."""
         return self.pm.hook
 

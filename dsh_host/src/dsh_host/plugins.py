@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pluggy
 
@@ -28,10 +28,14 @@ if TYPE_CHECKING:
 class PluginHost(Protocol):
     """What mounting uses of a host (a `dsh_host.Host` is one)."""
 
-    pm: pluggy.PluginManager
+    @property
+    def pm(self) -> pluggy.PluginManager: ...
+
     services: Services
     config: Config
-    installed: Mapping[str, InstalledPlugin]
+
+    @property
+    def installed(self) -> Mapping[str, InstalledPlugin]: ...
 
 
 GROUP = "dsh"
@@ -65,7 +69,7 @@ class InstalledPlugin:
     def _dist(self) -> metadata.Distribution | None:
         return self.entry_point.dist
 
-    def load(self) -> Any:
+    def load(self) -> object:
         """Import the plugin's module (or object) as its entry point names it."""
         return self.entry_point.load()
 
@@ -148,7 +152,7 @@ class HostPluginManager(pluggy.PluginManager):
         self._changed()
         return registered
 
-    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> object | None:
         removed = super().unregister(plugin, name)
         self._changed()
         return removed
@@ -179,9 +183,9 @@ def hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
     return tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
 
 
-def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -> dict[str, Any]:
+def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -> dict[str, object]:
     """Import every named plugin module before mounting any, naming the one that fails."""
-    modules: dict[str, Any] = {}
+    modules: dict[str, object] = {}
     for name in names:
         try:
             modules[name] = installed[name].load()
@@ -190,9 +194,9 @@ def import_plugins(names: list[str], installed: Mapping[str, InstalledPlugin]) -
     return modules
 
 
-def mount_all(host: PluginHost, names: list[str], modules: Mapping[str, Any]) -> list[MountedPlugin]:
+def mount_all(host: PluginHost, names: list[str], modules: Mapping[str, object]) -> list[MountedPlugin]:
     """Register and mount each plugin in order; on a failure, unmount the ones before it."""
-    mounted: list[tuple[str, Any]] = []
+    mounted: list[tuple[str, object]] = []
     records: list[MountedPlugin] = []
     pm = host.pm
     for name in names:
@@ -224,7 +228,7 @@ def mount_all(host: PluginHost, names: list[str], modules: Mapping[str, Any]) ->
     return records
 
 
-def unmount_all(host: PluginHost, mounted: list[tuple[str, Any]]) -> None:
+def unmount_all(host: PluginHost, mounted: list[tuple[str, object]]) -> None:
     """Unmount in reverse order; a plugin whose unmount raises is logged as a warning (`dsh.plugins`)."""
     pm = host.pm
     for name, module in reversed(mounted):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
@@ -30,8 +30,12 @@ if TYPE_CHECKING:
     # only lists sessions never loads it.
     import asyncio
 
+    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.host import Host
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
+    from dsh_host.sources.base import SessionSource
+    from dsh_host.store.base import StoredTitle
 
 
 class SessionRecord(NamedTuple):
@@ -84,12 +88,12 @@ class SessionQuery:
         registry = self._sessions()
         return registry.live() if registry is not None else []
 
-    def _backend(self, session_id: str) -> Any:
+    def _backend(self, session_id: str) -> SessionSource | SessionStore:
         """The source serving `session_id`, else the store (either opened here, on first use)."""
         source = self._sources().for_session(session_id)
         return source if source is not None else self._store()
 
-    async def _read(self, operation: str, session_id: str) -> Any:
+    async def _read(self, operation: str, session_id: str) -> object:
         """Run a read of one session on a worker thread, on the source or store that has it."""
         import asyncio
 
@@ -128,8 +132,8 @@ class SessionQuery:
         """The store's rows with the live sessions of this process folded in, newest first."""
         live = self._live_sessions()
         if not live:  # the store's order already is newest first, ties by id
-            stored, make = (False, True, None), SessionRecord._make
-            return [make(row + stored) for row in rows]
+            flags, make = (False, True, None), SessionRecord._make
+            return [make(row + flags) for row in rows]
         records = {r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows}
         for session in live:
             title = latest_title(session.events)
@@ -171,7 +175,7 @@ class SessionQuery:
             if signal.is_set():
                 cancel.set()
             watcher = asyncio.ensure_future(signal.wait())
-            watcher.add_done_callback(lambda done: done.cancelled() or cancel.set())
+            watcher.add_done_callback(lambda done: done.cancelled() or cancel.set())  # type: ignore[func-returns-value]
 
         def search_source(name: str) -> list[CandidateRow]:
             score = store_scorer(self._store())
@@ -227,7 +231,7 @@ class SessionQuery:
         if session is not None:
             title = latest_title(session.events)
             return None if title is None else TitleSnapshot(title["title"], title["eventSeq"], title["updatedAt"])
-        stored = await self._read("read_title", session_id)
+        stored = cast("StoredTitle | None", await self._read("read_title", session_id))
         return None if stored is None else TitleSnapshot(stored.title, stored.event_seq, stored.updated_at)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
@@ -235,7 +239,7 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             return live_surface(session)
-        stored = await self._read("read_surface", session_id)
+        stored = cast("SurfaceSnapshot", await self._read("read_surface", session_id))
         live = self._live(session_id)  # it may have come alive while we read
         return live_surface(live) if live is not None else stored
 
@@ -272,26 +276,26 @@ class SessionQuery:
             out.append(live_surface_texts(live) if live is not None else stored[sid])
         return out
 
-    async def read_events(self, session_id: str) -> list[dict[str, Any]]:
+    async def read_events(self, session_id: str) -> list[dict[str, JsonValue]]:
         """Every event of the log, in log form, detached."""
         session = self._live(session_id)
         if session is not None:
             return [json.loads(e.to_line()) for e in session.events]
-        _, lines = await self._read("read_lines", session_id)
+        _, lines = cast("tuple[SessionHeader, list[str]]", await self._read("read_lines", session_id))
         return [json.loads(line) for line in lines]
 
     async def read_header(self, session_id: str) -> SessionHeader:
         session = self._live(session_id)
         if session is not None:
             return session.header
-        return await self._read("read_header", session_id)
+        return cast("SessionHeader", await self._read("read_header", session_id))
 
 
 def _no_sources() -> SessionSources:
     return _NO_SOURCES
 
 
-_NO_SOURCES = SessionSources(None, {}, lambda name: {})
+_NO_SOURCES = SessionSources(cast("Host", None), {}, lambda name: {})  # no factory ever gets the host
 
 
 def live_surface(session: Session) -> SurfaceSnapshot:
@@ -303,7 +307,7 @@ def live_surface(session: Session) -> SurfaceSnapshot:
 
 def texts_of(snapshot: SurfaceSnapshot) -> SurfaceTexts:
     """A surface snapshot as text (for query services that keep no text per node)."""
-    texts = [surface_text(event.get("type"), event.get("data")) for event in snapshot.events]
+    texts = [surface_text(cast(str, event.get("type")), event.get("data")) for event in snapshot.events]
     return SurfaceTexts(snapshot.header, snapshot.captured_through_seq, texts)
 
 
@@ -317,8 +321,8 @@ def live_surface_texts(session: Session) -> SurfaceTexts:
     return SurfaceTexts(session.header, last if last >= 0 else None, texts)
 
 
-def record_json(record: SessionRecord) -> Mapping[str, Any]:
-    out: dict[str, Any] = {"id": record.id, "createdAt": record.created_at}
+def record_json(record: SessionRecord) -> Json:
+    out: dict[str, JsonValue] = {"id": record.id, "createdAt": record.created_at}
     if record.cwd is not None:
         out["cwd"] = record.cwd
     out["title"] = record.title

@@ -20,19 +20,19 @@ class Services:
     """
 
     def __init__(self) -> None:
-        self._items: dict[str, Any] = {}
-        self._factories: dict[str, Callable[[], Any]] = {}
+        self._items: dict[str, object] = {}
+        self._factories: dict[str, Callable[[], object]] = {}
         self._owners: dict[str, str | None] = {}
         self._mounting: str | None = None
         # Reentrant: a factory may ask for another service that is built on demand.
         self._building = threading.RLock()
 
-    def register(self, name: str, service: Any, *, owner: str | None = None) -> None:
+    def register(self, name: str, service: object, *, owner: str | None = None) -> None:
         """Register `service` under `name`; registering a taken name is an error."""
         self._claim(name, owner)
         self._items[name] = service
 
-    def register_factory(self, name: str, build: Callable[[], Any], *, owner: str | None = None) -> None:
+    def register_factory(self, name: str, build: Callable[[], object], *, owner: str | None = None) -> None:
         """Register under `name` the service `build()` returns, built when it is first asked for.
 
         For a service whose making, or the modules it needs, costs time: every `dsh` command
@@ -68,14 +68,14 @@ class Services:
         for name in [n for n, o in self._owners.items() if o == owner]:
             self.unregister(name)
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:  # a plugin's object: its caller knows its type
         if name in self._items:
             return self._items[name]
         if name in self._factories:
             return self._build(name, default)
         return default
 
-    def _build(self, name: str, absent: Any) -> Any:
+    def _build(self, name: str, absent: object) -> object:
         with self._building:
             if name in self._items:  # another thread built it meanwhile
                 return self._items[name]
@@ -90,7 +90,7 @@ class Services:
     def owner_of(self, name: str) -> str | None:
         return self._owners.get(name)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # as `get`
         state = self.__dict__
         if name in state.get("_items", ()):
             return state["_items"][name]

@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import overload
 
 from dsh_host.errors import ConfigError
 
 __all__ = ["format_value", "read_bool", "read_float", "read_int", "read_str", "reject_unknown"]
 
 
-def reject_unknown(table: str, config: Mapping[str, Any], known: Iterable[str]) -> None:
+def reject_unknown(table: str, config: Mapping[str, object], known: Iterable[str]) -> None:
     """Fail on the first key of `config` that is not in `known`."""
     allowed = set(known)
     for key in config:
@@ -31,9 +31,29 @@ def reject_unknown(table: str, config: Mapping[str, Any], known: Iterable[str]) 
             raise ConfigError(f"[{table}] unknown key {key!r} ({expected})")
 
 
+@overload
 def read_int(
     table: str,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
+    key: str,
+    default: int,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int: ...
+@overload
+def read_int(
+    table: str,
+    config: Mapping[str, object],
+    key: str,
+    default: int | None,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int | None: ...
+def read_int(
+    table: str,
+    config: Mapping[str, object],
     key: str,
     default: int | None,
     *,
@@ -51,9 +71,29 @@ def read_int(
     return value
 
 
+@overload
 def read_float(
     table: str,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
+    key: str,
+    default: float,
+    *,
+    above: float | None = None,
+    at_most: float | None = None,
+) -> float: ...
+@overload
+def read_float(
+    table: str,
+    config: Mapping[str, object],
+    key: str,
+    default: float | None,
+    *,
+    above: float | None = None,
+    at_most: float | None = None,
+) -> float | None: ...
+def read_float(
+    table: str,
+    config: Mapping[str, object],
     key: str,
     default: float | None,
     *,
@@ -72,7 +112,7 @@ def read_float(
     return float(value)
 
 
-def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) -> bool:
+def read_bool(table: str, config: Mapping[str, object], key: str, default: bool) -> bool:
     """A boolean (`true`/`false` only), or the default."""
     if key not in config:
         return default
@@ -82,7 +122,11 @@ def read_bool(table: str, config: Mapping[str, Any], key: str, default: bool) ->
     return value
 
 
-def read_str(table: str, config: Mapping[str, Any], key: str, default: str | None) -> str | None:
+@overload
+def read_str(table: str, config: Mapping[str, object], key: str, default: str) -> str: ...
+@overload
+def read_str(table: str, config: Mapping[str, object], key: str, default: str | None) -> str | None: ...
+def read_str(table: str, config: Mapping[str, object], key: str, default: str | None) -> str | None:
     """A string, or the default."""
     if key not in config:
         return default
@@ -92,7 +136,7 @@ def read_str(table: str, config: Mapping[str, Any], key: str, default: str | Non
     return value
 
 
-def format_value(value: Any) -> str:
+def format_value(value: object) -> str:
     """A configuration value as TOML would write it (`true`, `"text"`, `1.5`)."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 __all__ = [
     "JS_WHITESPACE",
@@ -54,7 +53,7 @@ def iso_utc(epoch_ms: float) -> str:
     )
 
 
-def js_string(value: Any) -> str:
+def js_string(value: object) -> str:
     """A JSON scalar as JavaScript's `String(value)` (and a template string) renders it.
 
     `null`, `true`/`false`, and an integral number without `.0`; the reference's messages
@@ -109,7 +108,7 @@ def escape_lone_surrogates(text: str) -> str:
 
 
 def _join_pair(match: re.Match[str]) -> str:
-    high, low = match.group()
+    high, low = match.group()  # type: ignore[str-unpack]  # a surrogate pair: two characters
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 

@@ -8,13 +8,14 @@ snapshot never becomes a title); the session registry writes that title when it 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import display_prompt_content, text_of
 from dsh_host.text import JS_WHITESPACE
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.session.events import Event
 
 # The reference's defaults: every fallback title in the reference implementation's logs is
@@ -31,7 +32,7 @@ _INVISIBLE = re.compile(r"[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u
 _JS_SPACE_RUN = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
 
 
-def _check_limit(name: str, value: Any) -> None:
+def _check_limit(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
@@ -82,7 +83,7 @@ def eligible_title_text(event: Event) -> str | None:
     return text if _clean(text) else None
 
 
-def latest_title(events: Any) -> Mapping[str, Any] | None:
+def latest_title(events: Sequence[Event]) -> Json | None:
     """The latest `session/title` of a log as `{title, messageSeqs, source, eventSeq, updatedAt}`."""
     for event in reversed(events):
         if event.type == "session/title":
@@ -97,7 +98,7 @@ def latest_title(events: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def fallback_title_data(events: Iterable[Event]) -> dict[str, Any] | None:
+def fallback_title_data(events: Iterable[Event]) -> dict[str, JsonValue] | None:
     """The `session/title` data for the first eligible prompt among `events`, if any."""
     for event in events:
         text = eligible_title_text(event)

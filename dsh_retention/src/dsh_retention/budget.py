@@ -10,7 +10,11 @@ def validate_budget(field: str, value: object) -> int:
     names them. The test follows JavaScript's `Number.isInteger`: a bool is not a number,
     while an integral float such as `2.0` is an integer.
     """
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not is_number or value < 0 or (isinstance(value, float) and not value.is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value < 0
+        or (isinstance(value, float) and not value.is_integer())
+    ):
         raise ValueError(f"{field} must be a non-negative integer")
     return int(value)

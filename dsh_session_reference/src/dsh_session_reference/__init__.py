@@ -11,7 +11,7 @@ plugin) on every command.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'dsh_session_reference' has no attribute {name!r}")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh_host import CandidateRow, SessionRecord
+    from dsh_host.hookspecs import JsonValue
 
 
 @dataclass(frozen=True)
@@ -21,8 +25,8 @@ class Candidate:
     created_at: int | float
     snippet: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"sessionId": self.session_id, "label": self.label}
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"sessionId": self.session_id, "label": self.label}
         if self.cwd is not None:
             out["cwd"] = self.cwd
         out["createdAt"] = self.created_at
@@ -31,13 +35,13 @@ class Candidate:
         return out
 
 
-def candidate_of(row: Any) -> Candidate:
+def candidate_of(row: CandidateRow) -> Candidate:
     """The candidate for a found session (a `CandidateRow`)."""
     return Candidate(row.id, row.title if row.title is not None else row.id, row.cwd, row.created_at, row.snippet)
 
 
 def rank_candidates(
-    records: Iterable[Any], *, target_id: str, target_cwd: str | None, query: str, limit: int
+    records: Iterable[SessionRecord], *, target_id: str, target_cwd: str | None, query: str, limit: int
 ) -> list[Candidate]:
     """Filter and rank listed sessions (newest first already) for the target.
 
@@ -47,9 +51,9 @@ def rank_candidates(
     """
     needle = query.lower()
     # One bucket per rank, filled in listing order: concatenated, they are the stable sort.
-    same: list[Any] = []
-    cwdless: list[Any] = []
-    others: list[Any] = []
+    same: list[SessionRecord] = []
+    cwdless: list[SessionRecord] = []
+    others: list[SessionRecord] = []
     for record in records:
         if record.id == target_id:
             continue

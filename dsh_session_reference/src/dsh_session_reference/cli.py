@@ -15,7 +15,10 @@ import click
 from dsh_host import DshError, display_inline_text, display_text, inert_json
 
 if TYPE_CHECKING:
+    from dsh_host import Composition, Host, SessionHeader, SessionQuery
+    from dsh_session_reference.candidates import Candidate
     from dsh_session_reference.errors import SessionReferenceError
+    from dsh_session_reference.service import SessionReferenceService
 
 
 class ReferenceFailed(DshError):
@@ -28,18 +31,19 @@ def _fail(error: SessionReferenceError) -> ReferenceFailed:
     return ReferenceFailed(f"{render_error_chain(error)} ({error.code})")
 
 
-def _service(host):
-    service = host.services.get("session_references")
+def _service(host: Host) -> SessionReferenceService:
+    service: SessionReferenceService | None = host.services.get("session_references")
     if service is None:
         raise DshError("the session-reference plugin is not mounted")
     return service
 
 
-async def _target(host, target_id: str):
+async def _target(host: Host, target_id: str) -> SessionHeader:
     from dsh_host import SessionNotFound
 
     try:
-        return await host.services.session_query.read_header(target_id)
+        query: SessionQuery = host.services.session_query
+        return await query.read_header(target_id)
     except SessionNotFound as exc:
         raise DshError(f"target {exc}") from None
 
@@ -96,7 +100,7 @@ def parse(text: str, as_json: bool) -> None:
 @click.option("--limit", type=int, default=None, help="At most this many candidates.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 @click.pass_obj
-def candidates(host, target_id: str, query: str, limit: int | None, as_json: bool) -> None:
+def candidates(host: Host, target_id: str, query: str, limit: int | None, as_json: bool) -> None:
     """List sessions TARGET may mention, best first (same cwd, then no cwd, then others)."""
     import asyncio
 
@@ -104,7 +108,7 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
 
     service = _service(host)
 
-    async def go():
+    async def go() -> list[Candidate]:
         target = await _target(host, target_id)
         return await service.list_candidates(target, query, limit)
 
@@ -127,7 +131,7 @@ def candidates(host, target_id: str, query: str, limit: int | None, as_json: boo
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Print the prepared content and contexts as JSON.")
 @click.pass_obj
-def preview(host, target_id: str, text: str, as_json: bool) -> None:
+def preview(host: Host, target_id: str, text: str, as_json: bool) -> None:
     """Print exactly what the target's agent would send for TEXT (content and contexts); sends nothing."""
     import asyncio
 
@@ -136,7 +140,7 @@ def preview(host, target_id: str, text: str, as_json: bool) -> None:
 
     _service(host)
 
-    async def go():
+    async def go() -> Composition:
         try:
             agent = await host.open_agent(target_id)
         except SessionNotFound as exc:

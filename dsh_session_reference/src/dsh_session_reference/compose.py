@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host import ComposeError, Composition
 from dsh_session_reference.errors import SessionReferenceError, render_error_chain
@@ -10,14 +10,19 @@ from dsh_session_reference.mentions import has_reference, parse_text
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Awaitable
 
+    from dsh_host import Agent
+    from dsh_session_reference.mentions import SessionReferenceInput
     from dsh_session_reference.service import SessionReferenceService
 
 INVALID = "Invalid session reference: "
 FAILED = "Session reference failed: "
 
 
-def compose(service: SessionReferenceService, agent: Any, text: str, signal: asyncio.Event) -> Any:
+def compose(
+    service: SessionReferenceService, agent: Agent, text: str, signal: asyncio.Event
+) -> Awaitable[Composition] | None:
     """The composition of `text` for `agent`, or None (abstain) when it mentions no session.
 
     Parsing is synchronous, so a text without mentions abstains at once and a malformed
@@ -35,7 +40,11 @@ def compose(service: SessionReferenceService, agent: Any, text: str, signal: asy
 
 
 async def _prepare(
-    service: SessionReferenceService, agent: Any, text: str, references: list[Any], signal: asyncio.Event
+    service: SessionReferenceService,
+    agent: Agent,
+    text: str,
+    references: list[SessionReferenceInput],
+    signal: asyncio.Event,
 ) -> Composition:
     try:
         prepared = await service.prepare(agent, [{"type": "text", "text": text}], references, signal)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from dsh_session_reference.jsjson import tag_safe_json
 from dsh_session_reference.retention import RetainedSource
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 PLUGIN_NAME: Final = "session-reference"
 META_KIND: Final = "session-reference"
@@ -37,7 +40,7 @@ def render_prompt(sources: Sequence[RetainedSource]) -> str:
     return PROMPT_PREFIX + tag_safe_json([source.to_data() for source in sources], plain=True) + PROMPT_SUFFIX
 
 
-def build_meta(sources: Sequence[RetainedSource]) -> dict[str, Any]:
+def build_meta(sources: Sequence[RetainedSource]) -> dict[str, JsonValue]:
     """The model-hidden meta; ``inputIndex`` is the position in the deduplicated list."""
     return {
         "kind": META_KIND,
@@ -46,7 +49,7 @@ def build_meta(sources: Sequence[RetainedSource]) -> dict[str, Any]:
     }
 
 
-def build_context(sources: Sequence[RetainedSource]) -> dict[str, Any]:
+def build_context(sources: Sequence[RetainedSource]) -> dict[str, JsonValue]:
     """The one prompt-prefix context carrying ``sources`` (a fresh structure on every call)."""
     return {
         "source": {"kind": "plugin", "plugin": PLUGIN_NAME},
@@ -56,7 +59,7 @@ def build_context(sources: Sequence[RetainedSource]) -> dict[str, Any]:
     }
 
 
-def _reference_meta(source: RetainedSource, index: int) -> dict[str, Any]:
+def _reference_meta(source: RetainedSource, index: int) -> dict[str, JsonValue]:
     stats = source.stats
     return {
         "sessionId": source.session_id,

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.text import escape_lone_surrogates
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
 
@@ -22,7 +25,7 @@ NOT_SERIALIZABLE_MESSAGE = "session-reference data is not JSON-serializable"
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
-def js_stringify(value: Any, *, plain: bool = False) -> str:
+def js_stringify(value: JsonValue, *, plain: bool = False) -> str:
     """Serialize ``value`` exactly as ``JSON.stringify(value)`` would in JavaScript.
 
     Accepts ``None``, ``bool``, ``int``, ``float``, ``str``, ``list``, ``tuple`` and ``dict``
@@ -41,7 +44,7 @@ def js_stringify(value: Any, *, plain: bool = False) -> str:
     return escape_lone_surrogates(text)
 
 
-def tag_safe_json(value: Any, *, plain: bool = False) -> str:
+def tag_safe_json(value: JsonValue, *, plain: bool = False) -> str:
     """``js_stringify(value)`` with every ``<`` written as ``\\u003c``.
 
     The result parses back to the same value, yet no string inside it can spell a markup tag
@@ -80,7 +83,7 @@ def js_number(number: float) -> str:
     return sign + digits[0] + "." + digits[1:] + power_text
 
 
-def _needs_js_path(value: Any, ancestors: set[int]) -> bool:
+def _needs_js_path(value: JsonValue, ancestors: set[int]) -> bool:
     """Validate ``value`` and tell whether ``json.dumps`` would print it differently from JS."""
     if value is None or isinstance(value, (str, bool, int)):
         return False
@@ -103,7 +106,7 @@ def _needs_js_path(value: Any, ancestors: set[int]) -> bool:
     return needs
 
 
-def _encode(value: Any) -> str:
+def _encode(value: JsonValue) -> str:
     """The JS-exact encoder for values already validated by ``_needs_js_path``."""
     if isinstance(value, float):
         return js_number(value)
@@ -115,7 +118,7 @@ def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _js_key_order(mapping: dict[str, Any]) -> list[str]:
+def _js_key_order(mapping: dict[str, JsonValue]) -> list[str]:
     indices = sorted((key for key in mapping if _is_array_index(key)), key=int)
     if not indices:
         return list(mapping)

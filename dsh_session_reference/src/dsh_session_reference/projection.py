@@ -9,15 +9,18 @@ text of a node (its display content's text blocks joined with newlines) is the h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast
 
 from dsh_compact.marker import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import SurfaceText
 from dsh_host.log import surface_text
 from dsh_host.text import join_surrogate_pairs
 from dsh_retention import utf8_length
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 Role = Literal["user", "assistant"]
 
@@ -101,14 +104,14 @@ class ProjectedSource:
 def project_surface(
     session: SessionHeaderLike,
     captured_through_seq: int | None,
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[Json],
 ) -> ProjectedSource:
     """Project surface ``events`` (log JSON form, model-history order) of ``session``.
 
     ``captured_through_seq`` is passed through: it is the seq of the snapshot's last log event
     of any type, which need not be a surface event.
     """
-    texts = (surface_text(event.get("type"), event.get("data")) for event in events)
+    texts = (surface_text(cast(str, event.get("type")), event.get("data")) for event in events)
     return project_texts(session, captured_through_seq, texts)
 
 

@@ -10,12 +10,15 @@ result is byte-identical to re-serializing the object after every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_retention import retain_head_tail, utf8_length
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError
 from dsh_session_reference.jsjson import tag_safe_json
 from dsh_session_reference.projection import ProjectedSource, Role
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 BUDGET_EXCEEDED_MESSAGE = "referenced session snapshot cannot fit the configured byte budget"
 
@@ -63,7 +66,7 @@ class RetainedSource:
     conversation: tuple[ConversationEntry, ...]
     stats: RetentionStats
 
-    def to_data(self) -> dict[str, Any]:
+    def to_data(self) -> dict[str, JsonValue]:
         """The model-visible per-source object, keys in contract order."""
         return source_data(self.session_id, self.label, self.cwd, self.captured_through_seq, self.conversation)
 
@@ -74,7 +77,7 @@ def source_data(
     cwd: str | None,
     captured_through_seq: int | None,
     conversation: tuple[ConversationEntry, ...] | list[ConversationEntry],
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Build the per-source object ``{sessionId, label, cwd, capturedThroughSeq, conversation}``."""
     return {
         "sessionId": session_id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
@@ -26,23 +26,29 @@ from dsh_session_reference.limits import (
 )
 from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
 
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_host import Agent, Session, SessionHeader, SessionQuery
+    from dsh_host.hookspecs import Json, JsonValue
+
 
 @dataclass(frozen=True)
 class Prepared:
     """What a host sends: the (copied) content and zero or one context."""
 
-    content: list[dict[str, Any]]
-    contexts: list[dict[str, Any]]
+    content: list[dict[str, JsonValue]]
+    contexts: list[dict[str, JsonValue]]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"content": self.content, "contexts": self.contexts}
 
 
-def _positive_safe_int(value: Any) -> bool:
+def _positive_safe_int(value: object) -> bool:
     return type(value) is int and 1 <= value <= MAX_SAFE_INTEGER
 
 
-def target_identity(target: Any) -> tuple[str, str | None]:
+def target_identity(target: Agent | Session | SessionHeader) -> tuple[str, str | None]:
     """The id and cwd of a target given as an agent, a session or a header."""
     for owner in (getattr(target, "session", None), target):
         header = getattr(owner, "header", None)
@@ -59,7 +65,7 @@ class SessionReferenceService:
 
     def __init__(
         self,
-        query: Any,
+        query: SessionQuery,
         *,
         max_references: int = MAX_REFERENCES,
         candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
@@ -85,10 +91,10 @@ class SessionReferenceService:
 
     async def prepare(
         self,
-        target: Any,
-        content: Sequence[Mapping[str, Any]],
-        references: Sequence[Any],
-        cancel: Any = None,
+        target: Agent | Session | SessionHeader,
+        content: Sequence[Json],
+        references: Sequence[SessionReferenceInput | Json],
+        cancel: asyncio.Event | None = None,
     ) -> Prepared:
         """Turn references into one frozen snapshot context for the message `content`.
 
@@ -139,7 +145,7 @@ class SessionReferenceService:
         ]
         return Prepared(copied, [build_context(retained)])
 
-    def _normalize(self, references: Sequence[Any], target_id: str) -> list[SessionReferenceInput]:
+    def _normalize(self, references: Sequence[object], target_id: str) -> list[SessionReferenceInput]:
         seen: set[str] = set()
         out: list[SessionReferenceInput] = []
         for ref in references:
@@ -160,7 +166,11 @@ class SessionReferenceService:
         return out
 
     async def list_candidates(
-        self, target: Any, query: str = "", limit: int | None = None, cancel: Any = None
+        self,
+        target: Agent | Session | SessionHeader,
+        query: str = "",
+        limit: int | None = None,
+        cancel: asyncio.Event | None = None,
     ) -> list[Candidate]:
         """Sessions the target may mention, ranked; the query service's store does the search.
 
@@ -189,7 +199,9 @@ class SessionReferenceService:
         return render_error_chain(error)
 
 
-def _reference_fields(ref: Any) -> tuple[str, str | None]:
+def _reference_fields(ref: object) -> tuple[str, str | None]:
+    session_id: object
+    label: object
     if isinstance(ref, SessionReferenceInput):
         session_id, label = ref.session_id, ref.label
     elif isinstance(ref, Mapping):

@@ -8,7 +8,7 @@ whose `meta.kind` is `session-reference` (`dsh_register_context_renderers`),
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host import display_inline_text, display_text
 from dsh_host.text import iso_utc
@@ -16,10 +16,21 @@ from dsh_host.ui import MentionCompletion, card
 from dsh_session_reference.frame import META_KIND
 from dsh_session_reference.mentions import format_mention
 
+if TYPE_CHECKING:
+    import asyncio
+
+    from rich.console import RenderableType
+
+    from dsh_host import Agent
+    from dsh_host.hookspecs import Json
+    from dsh_host.ui import AtToken
+    from dsh_session_reference.candidates import Candidate
+    from dsh_session_reference.service import SessionReferenceService
+
 HINT = "@name mentions another session"
 
 
-def reference_card(meta: Any) -> str | None:
+def reference_card(meta: object) -> str | None:
     """The `Referenced sessions · ...` line for a session-reference meta, or None if invalid.
 
     Valid means `kind == "session-reference"` and a `references` list whose every entry has a
@@ -41,7 +52,7 @@ def reference_card(meta: Any) -> str | None:
     return "Referenced sessions · " + ", ".join(entries)
 
 
-def render_reference(meta: Mapping[str, Any]) -> Any:
+def render_reference(meta: Json) -> RenderableType | None:
     """The card of a reference context as a transcript item, or None for an invalid meta."""
     text = reference_card(meta)
     return card(text) if text is not None else None
@@ -50,17 +61,17 @@ def render_reference(meta: Mapping[str, Any]) -> Any:
 class SessionCompletions:
     """The `@` completion source offering other sessions (only for an unquoted token)."""
 
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: SessionReferenceService) -> None:
         self._service = service
 
-    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[MentionCompletion]:
+    async def __call__(self, agent: Agent, token: AtToken, signal: asyncio.Event) -> list[MentionCompletion]:
         if token.quoted:
             return []
         candidates = await self._service.list_candidates(agent, token.query, None, signal)
         return [candidate_completion(candidate) for candidate in candidates]
 
 
-def candidate_completion(candidate: Any) -> MentionCompletion:
+def candidate_completion(candidate: Candidate) -> MentionCompletion:
     """One menu item: `Session · <label>`, the id (when it differs), cwd, creation time and snippet.
 
     The snippet (a body match's excerpt) ends the description, terminal-safe.

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host, hookimpl
@@ -29,6 +29,9 @@ from dsh_host.sources import SourceMessage
 from dsh_sources.lines import JsonLines
 from dsh_sources.source import register_source
 from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 NAME = "claude-code"
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -61,10 +64,10 @@ def _typed(text: str) -> bool:
     return bool(text.strip()) and not text.lstrip().startswith(_INJECTED)
 
 
-def _texts(content: Any, *, typed: bool) -> tuple[str, ...]:
+def _texts(content: JsonValue, *, typed: bool) -> tuple[str, ...]:
     """The text blocks of a message's content (a string is one block); `typed` drops injected ones."""
     if isinstance(content, str):
-        blocks: list[Any] = [content]
+        blocks: list[JsonValue] = [content]
     elif isinstance(content, list):
         blocks = [b.get("text") for b in content if type(b) is dict and b.get("type") == "text"]
     else:
@@ -90,7 +93,7 @@ class _Node:
         "visible",
     )
 
-    def __init__(self, uuid: str, record: dict[str, Any], index: int) -> None:
+    def __init__(self, uuid: str, record: dict[str, JsonValue], index: int) -> None:
         self.uuid = uuid
         parent = record.get("parentUuid")
         self.parent = parent if isinstance(parent, str) else None
@@ -205,8 +208,8 @@ def read_transcript(path: str) -> Transcript | None:
     custom = ai = summary = None
     moment = 0
     first_prompt: str | None = None
-    first_time: Any = None
-    last_time: Any = None
+    first_time: JsonValue = None
+    last_time: JsonValue = None
     with open(path, "rb") as file:
         lines = JsonLines(file)
         for index, record in enumerate(lines):

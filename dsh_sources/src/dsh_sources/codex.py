@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host, hookimpl
@@ -31,6 +31,9 @@ from dsh_host.sources import SourceMessage
 from dsh_sources.lines import JsonLines
 from dsh_sources.source import register_source
 from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 NAME = "codex"
 _ROLLOUT = re.compile(r"rollout-.*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
@@ -73,7 +76,7 @@ def _typed(text: str) -> bool:
     return bool(text.strip()) and not text.lstrip()[:40].lower().startswith(_INJECTED)
 
 
-def _parts(content: Any, kinds: tuple[str, ...]) -> list[str]:
+def _parts(content: JsonValue, kinds: tuple[str, ...]) -> list[str]:
     if isinstance(content, str):
         return [content]
     if not isinstance(content, list):
@@ -81,7 +84,7 @@ def _parts(content: Any, kinds: tuple[str, ...]) -> list[str]:
     return [p["text"] for p in content if type(p) is dict and p.get("type") in kinds and isinstance(p.get("text"), str)]
 
 
-def _message(payload: dict[str, Any], time: int, model: str) -> _Item | None:
+def _message(payload: dict[str, JsonValue], time: int, model: str) -> _Item | None:
     """A `message` response item as a history item, or None when it shows nothing typed or said."""
     role = payload.get("role")
     if role == "user":
@@ -97,7 +100,7 @@ def _checkpoint(text: str, time: int) -> _Item:
     return _Item(SourceMessage("user", (text,), time, source=COMPACT_CHECKPOINT_SOURCE))
 
 
-def _compacted(payload: dict[str, Any], history: list[_Item], time: int, model: str) -> list[_Item]:
+def _compacted(payload: dict[str, JsonValue], history: list[_Item], time: int, model: str) -> list[_Item]:
     """The history after a `compacted` record."""
     message = payload.get("message")
     summary = message if isinstance(message, str) else ""
@@ -141,7 +144,7 @@ def _compacted(payload: dict[str, Any], history: list[_Item], time: int, model: 
     return out
 
 
-def _rolled_back(history: list[_Item], turns: Any) -> list[_Item]:
+def _rolled_back(history: list[_Item], turns: JsonValue) -> list[_Item]:
     """The history without its last `turns` user turns (all of them when there are fewer)."""
     if type(turns) is not int or turns <= 0:
         return history
@@ -152,7 +155,7 @@ def _rolled_back(history: list[_Item], turns: Any) -> list[_Item]:
     return history[:cut]
 
 
-def _subagent(source: Any) -> bool:
+def _subagent(source: JsonValue) -> bool:
     return isinstance(source, dict) and any(key in source for key in ("subagent", "sub_agent", "SubAgent"))
 
 

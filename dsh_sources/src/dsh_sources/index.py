@@ -77,7 +77,7 @@ def _blob(text: str | None) -> bytes | None:
     return None if text is None else text.encode("utf-8", "surrogatepass")
 
 
-def _text(value: Any) -> str | None:
+def _text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
@@ -210,7 +210,7 @@ class SourceIndex:
     def reports(self, agent_id: str | None = None) -> list[tuple[str, str | None, int, int]]:
         """(path, agent id, skipped, oversized) of the files whose reads skipped lines."""
         sql = "SELECT path, agent_id, skipped, oversized FROM files WHERE source = ? AND skipped > 0"
-        params: tuple[Any, ...] = (self.source,)
+        params: tuple[object, ...] = (self.source,)
         if agent_id is not None:
             sql, params = sql + " AND agent_id = ?", (*params, agent_id)
         rows = self._connection().execute(sql + " ORDER BY path", params)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _DRAIN_BYTES = 1024 * 1024
@@ -32,7 +35,7 @@ class JsonLines:
         self.skipped = 0
         self.oversized = 0
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[dict[str, JsonValue]]:
         readline, limit = self._file.readline, self._limit
         while True:
             line = readline(limit + 1)

@@ -19,7 +19,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_host import CandidateRow, SessionHeader, SessionNotFound, SessionRow, StoredTitle, display_inline_text
 from dsh_host.settings import read_str, reject_unknown
@@ -27,7 +27,12 @@ from dsh_host.sources import BodyScorer, SearchQuery, SourceConversation, Source
 from dsh_sources.index import INDEX_FILE, Entry, SourceIndex
 from dsh_sources.transcript import Transcript, TranscriptFormat
 
-_INTERACTIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+if TYPE_CHECKING:
+    from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
+    from dsh_host.hookspecs import SourceFactory
+    from dsh_host.ui import AtToken, MentionCompletion
+
+_INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
 """Hosts running the terminal UI: their sources index in the background."""
 
 _BATCH = 64
@@ -204,17 +209,17 @@ class TranscriptSource:
         entry = self._entry(session_id)
         return None if entry.title is None else StoredTitle(entry.title, max(entry.messages - 1, 0), entry.updated_at)
 
-    def read_surface(self, session_id: str) -> Any:
+    def read_surface(self, session_id: str) -> SurfaceSnapshot:
         return self._conversation(session_id)[2].surface()
 
-    def read_surface_texts(self, session_ids: Sequence[str]) -> list[Any]:
+    def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         return [self._conversation(session_id)[2].texts() for session_id in session_ids]
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         conversation = self._conversation(session_id)[2]
         return conversation.header, conversation.lines()
 
-    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Any]]:
+    def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
         conversation = self._conversation(session_id)[2]
         return conversation.header, conversation.events()
 
@@ -332,7 +337,7 @@ FormatFactory = Callable[[Path], TranscriptFormat]
 
 
 def register_source(
-    register: Callable[..., None], name: str, make_format: FormatFactory, home: tuple[str, str]
+    register: Callable[[str, SourceFactory], None], name: str, make_format: FormatFactory, home: tuple[str, str]
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
@@ -342,7 +347,7 @@ def register_source(
     table_name = f"sources.{name}"
     variable, default = home
 
-    def open_source(host: Any, table: dict[str, Any]) -> TranscriptSource:
+    def open_source(host: Host, table: dict[str, Any]) -> TranscriptSource:
         reject_unknown(table_name, table, ("dir",))
         configured = read_str(table_name, table, "dir", None) or os.environ.get(variable)
         folder = Path(configured).expanduser() if configured else Path.home() / default
@@ -359,12 +364,12 @@ class IndexingNotice:
     so the menu answers at once from what is indexed so far.
     """
 
-    def __init__(self, host: Any, name: str) -> None:
+    def __init__(self, host: Host, name: str) -> None:
         self._host = host
         self._name = name
         _INTERACTIVE.add(host)
 
-    async def __call__(self, agent: Any, token: Any, signal: Any) -> list[Any]:
+    async def __call__(self, agent: Agent, token: AtToken, signal: asyncio.Event) -> list[MentionCompletion]:
         sources = self._host.sources
         if token.quoted or self._name not in sources.names:
             return []

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.sources import SourceMessage
 from dsh_host.text import shorten_text
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""
@@ -56,7 +59,7 @@ class TranscriptFormat(Protocol):
         ...
 
 
-def iso_ms(value: Any) -> int | None:
+def iso_ms(value: JsonValue) -> int | None:
     """An ISO 8601 timestamp (`2025-01-02T03:04:05.678Z`) in milliseconds, or None."""
     if not isinstance(value, str) or not value:
         return None
@@ -76,6 +79,6 @@ def prompt_title(text: str) -> str | None:
     return title or None
 
 
-def absolute_cwd(value: Any) -> str | None:
+def absolute_cwd(value: JsonValue) -> str | None:
     """A cwd as a dsh header keeps it (an absolute POSIX path), or None."""
     return value if isinstance(value, str) and value.startswith("/") else None

@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acp import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_VERSION, RequestError
 from acp.connection import Connection
@@ -44,6 +44,9 @@ from dsh_host.agent.tickets import Ticket
 from dsh_host.session.session import Session
 
 if TYPE_CHECKING:
+    from acp.schema import ClientCapabilities, StopReason
+
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.host import Host
 
 log = logging.getLogger("dsh.acp")
@@ -51,7 +54,7 @@ log = logging.getLogger("dsh.acp")
 SHUTDOWN_TIMEOUT = 1.5
 """Seconds the shutdown waits for agents and in-flight prompts before closing regardless."""
 
-STOP_REASONS: Mapping[str, str] = {
+STOP_REASONS: Mapping[str, StopReason] = {
     "completed": "end_turn",
     "max-tokens": "max_tokens",
     "aborted": "cancelled",
@@ -62,7 +65,8 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """ACP stop reasons by `turn/end` reason kind (`error` answers a JSON-RPC error instead)."""
 
-Handler = Callable[[Any], Awaitable[Any]]
+Handler = Callable[["JsonValue"], Awaitable[object]]
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def invalid_params(why: str) -> RequestError:
@@ -70,7 +74,7 @@ def invalid_params(why: str) -> RequestError:
     return RequestError(-32602, f"Invalid params: {why}")
 
 
-def _validated(model: type[BaseModel], params: Any) -> Any:
+def _validated(model: type[Model], params: JsonValue) -> Model:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -107,7 +111,7 @@ class AcpServer:
         self.host = host
         self.agent_name = agent_name
         self.agent_version = agent_version
-        self.client_capabilities: Any = None
+        self.client_capabilities: ClientCapabilities | None = None
         """What the client said it can do at `initialize`; kept, never acted on."""
         self._sessions: dict[str, _Session] = {}
         self._active: set[asyncio.Task[Any]] = set()
@@ -142,7 +146,7 @@ class AcpServer:
                 log.warning("acp: the connection failed: %s", receiving.exception())
             await self._shutdown(connection)
 
-    async def handle(self, method: str, params: Any, is_notification: bool) -> Any:
+    async def handle(self, method: str, params: JsonValue, is_notification: bool) -> JsonValue:
         """Dispatch one request or notification (the SDK connection's method handler)."""
         handler = (self._notifications if is_notification else self._requests).get(method)
         if handler is None:
@@ -194,7 +198,7 @@ class AcpServer:
 
     # --- methods --------------------------------------------------------------------------------
 
-    async def _initialize(self, params: Any) -> InitializeResponse:
+    async def _initialize(self, params: JsonValue) -> InitializeResponse:
         request = _validated(InitializeRequest, params)
         self.client_capabilities = request.client_capabilities
         # Version 1 whatever was asked: a client that cannot speak it disconnects.
@@ -208,11 +212,11 @@ class AcpServer:
             agent_info=Implementation(name=self.agent_name, version=self.agent_version),
         )
 
-    async def _authenticate(self, params: Any) -> dict[str, Any]:
+    async def _authenticate(self, params: JsonValue) -> dict[str, JsonValue]:
         _validated(AuthenticateRequest, params)
         return {}
 
-    async def _new_session(self, params: Any) -> NewSessionResponse:
+    async def _new_session(self, params: JsonValue) -> NewSessionResponse:
         request = _validated(NewSessionRequest, params)
         if not os.path.isabs(request.cwd):
             raise invalid_params(f"cwd must be an absolute path, got {request.cwd!r}")
@@ -229,7 +233,7 @@ class AcpServer:
             await self._close_session(session)
         return NewSessionResponse(session_id=agent.id)
 
-    async def _prompt(self, params: Any) -> PromptResponse:
+    async def _prompt(self, params: JsonValue) -> PromptResponse:
         request = _validated(PromptRequest, params)
         session = self._sessions.get(request.session_id)
         if session is None or session.closed:
@@ -259,7 +263,7 @@ class AcpServer:
             raise RequestError(-32603, f"Internal error: turn failed: {failure_message(result.end)}")
         return PromptResponse(stop_reason=STOP_REASONS.get(result.reason, "cancelled"))
 
-    async def _cancel(self, params: Any) -> None:
+    async def _cancel(self, params: JsonValue) -> None:
         try:
             request = CancelNotification.model_validate(params)
         except ValidationError:
@@ -281,7 +285,7 @@ class AcpServer:
         )
 
 
-def failure_message(end: Mapping[str, Any]) -> str:
+def failure_message(end: Json) -> str:
     """The message of an `error` turn end: its `failure` message, else its own `message`."""
     failure = end.get("failure")
     if isinstance(failure, Mapping) and failure.get("message"):

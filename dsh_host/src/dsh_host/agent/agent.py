@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from dsh_host.agent.cancel import DISPOSED, CancelSignal, resolve_cause
 from dsh_host.agent.composition import Composition
@@ -32,7 +32,9 @@ from dsh_host.session.session import Session
 from dsh_host.tools.base import Tool
 
 if TYPE_CHECKING:
-    from dsh_host.agent.ports import AgentHost
+    from dsh_host.agent.inbox import Content
+    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.host import Host
     from dsh_host.models.registry import ResolvedModel
 
 log = logging.getLogger("dsh.agent")
@@ -57,7 +59,7 @@ class Agent:
 
     def __init__(
         self,
-        host: AgentHost,
+        host: Host,
         session: Session,
         *,
         provider: str,
@@ -99,9 +101,25 @@ class Agent:
         self.notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
 
     @classmethod
-    def create(cls, host: AgentHost, session: Session, model: ResolvedModel, **options: Any) -> Agent:
+    def create(
+        cls,
+        host: Host,
+        session: Session,
+        model: ResolvedModel,
+        *,
+        system: str | None = None,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    ) -> Agent:
         """An agent for a model resolved by `host.models.resolve(...)`; options as the constructor's."""
-        return cls(host, session, provider=model.provider, model=model.model, adapter=model.adapter, **options)
+        return cls(
+            host,
+            session,
+            provider=model.provider,
+            model=model.model,
+            adapter=model.adapter,
+            system=system,
+            max_parallel_tools=max_parallel_tools,
+        )
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -132,13 +150,13 @@ class Agent:
 
         return unsubscribe
 
-    def request_header(self) -> dict[str, Any]:
+    def request_header(self) -> dict[str, JsonValue]:
         """The agent's own part of its next request header: config, system, tools.
 
         The loop completes it per request: `dsh_agent_request` chooses the config and the
         session prefix (`dsh_agent_session_prefix`) becomes `messagePrefix`.
         """
-        header: dict[str, Any] = {"config": {"provider": self.provider, "model": self.model}}
+        header: dict[str, JsonValue] = {"config": {"provider": self.provider, "model": self.model}}
         if self.system:
             header["system"] = self.system
         header["tools"] = [tool.schema() for tool in self.tools.values()]
@@ -146,7 +164,7 @@ class Agent:
 
     # --- driving verbs --------------------------------------------------------------------------
 
-    def send(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> Ticket:
+    def send(self, content: Content, *, source: Json | None = None, contexts: Sequence[Json] = ()) -> Ticket:
         """Queue a message for a turn of its own; returns its `Ticket`.
 
         `content` is a list of content blocks (a string is one text block); `source` defaults to
@@ -162,7 +180,7 @@ class Agent:
         self._emit_queued(record, steering=False)
         return ticket
 
-    def steer(self, content: Any, *, source: Mapping[str, Any] | None = None, contexts: Sequence[Any] = ()) -> Ticket:
+    def steer(self, content: Content, *, source: Json | None = None, contexts: Sequence[Json] = ()) -> Ticket:
         """Add a message to the running turn, at its next step; when not running, `send` it.
 
         Steering never goes through prompt admission. Steering still pending when its turn
@@ -187,7 +205,8 @@ class Agent:
         """
         self._check_not_disposed()
         hook = self.host.hook.dsh_compose_message
-        return await resolve(hook(agent=self, text=text, signal=signal if signal is not None else asyncio.Event()))
+        composed = await resolve(hook(agent=self, text=text, signal=signal if signal is not None else asyncio.Event()))
+        return cast("Composition", composed)
 
     async def submit(self, text: str, *, signal: asyncio.Event | None = None) -> TurnResult:
         """The one path from typed text to the agent: compose, then send or steer, then wait.
@@ -205,7 +224,7 @@ class Agent:
         await self.dispose()
         await self.host.sessions.flush(self.session)
 
-    def inject(self, content: Any, *, source: Mapping[str, Any] | None = None, meta: Any = ABSENT) -> None:
+    def inject(self, content: Content, *, source: Json | None = None, meta: JsonValue = ABSENT) -> None:
         """Add a context message (content as for `send`) without running the model.
 
         Inside an open turn (decided from the log) it is appended at once, or after the running
@@ -213,7 +232,7 @@ class Agent:
         `context/message`, `turn/end`. `meta` is kept in the log and hidden from the model.
         """
         self._check_not_disposed()
-        context: dict[str, Any] = {
+        context: dict[str, JsonValue] = {
             "content": as_content(content),
             "source": source if source is not None else USER_SOURCE,
         }
@@ -238,7 +257,7 @@ class Agent:
             self.session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
             self._flush_in_background(turn)
 
-    def cancel(self, cause: Mapping[str, Any] | None = None) -> None:
+    def cancel(self, cause: Json | None = None) -> None:
         """Drop every queued and steering message and interrupt the running turn. Never raises.
 
         `cause` is `{kind: 'user'}` (the default) or `{kind: 'parent'}`; the turn ends
@@ -407,7 +426,7 @@ class Agent:
             self._track_awaitable,
         )
 
-    def notify(self, hook: str, **arguments: Any) -> None:
+    def notify(self, hook: str, **arguments: object) -> None:
         """Call the observation hook named `hook` with `arguments` on every implementation.
 
         Each implementation's failure is logged and contained; an awaitable it returns is
@@ -415,7 +434,7 @@ class Agent:
         """
         emit(getattr(self.host.hook, hook), arguments, self._track_awaitable)
 
-    def _track_awaitable(self, awaitable: Awaitable[Any], what: str) -> None:
+    def _track_awaitable(self, awaitable: Awaitable[object], what: str) -> None:
         try:
             future = asyncio.ensure_future(awaitable, loop=asyncio.get_running_loop())
         except RuntimeError:
@@ -456,7 +475,7 @@ class Agent:
             raise RuntimeError(f'agent "{self.id}" is disposed')
 
 
-def _collect_tools(host: AgentHost) -> dict[str, Tool]:
+def _collect_tools(host: Host) -> dict[str, Tool]:
     tools: dict[str, Tool] = {}
 
     def register(tool: Tool) -> None:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.frozen import FrozenDict
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 USER_CAUSE = FrozenDict(kind="user")
 DISPOSED = FrozenDict(kind="disposed")
 
 
-def resolve_cause(cause: Mapping[str, Any] | None) -> FrozenDict:
+def resolve_cause(cause: Json | None) -> FrozenDict:
     """A fresh frozen `{kind}` for a cancel cause: `{kind: 'user'}` unless a kind is given.
 
     Only the kind is kept, so the caller mutating its object later changes nothing.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dsh_host.errors import DshError
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)
@@ -18,15 +18,15 @@ class Composition:
     JSON, as `dsh ref preview --json` prints it.
     """
 
-    content: Sequence[Mapping[str, Any]]
-    contexts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    content: Sequence[Json]
+    contexts: Sequence[Json] = field(default_factory=tuple)
 
     @classmethod
     def text(cls, text: str) -> Composition:
         """The text as typed: one text block, no contexts."""
         return cls(({"type": "text", "text": text},))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"content": list(self.content), "contexts": list(self.contexts)}
 
 

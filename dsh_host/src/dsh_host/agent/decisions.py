@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)
@@ -15,8 +16,8 @@ class Allow:
     the complete list of contexts to materialise; None means none.
     """
 
-    content: Sequence[Mapping[str, Any]] | None = None
-    additional_contexts: Sequence[Mapping[str, Any]] | None = None
+    content: Sequence[Json] | None = None
+    additional_contexts: Sequence[Json] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class Continue:
     through `dsh_agent_queued`.
     """
 
-    content: Sequence[Mapping[str, Any]] | str | None = None
-    source: Mapping[str, Any] | None = None
+    content: Sequence[Json] | str | None = None
+    source: Json | None = None
 
 
 @dataclass(frozen=True)

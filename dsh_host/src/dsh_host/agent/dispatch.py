@@ -16,15 +16,18 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pluggy import HookCaller, HookImpl
 
 from dsh_host.asyncs import resolve
 
+if TYPE_CHECKING:
+    pass
+
 log = logging.getLogger("dsh.agent")
 
-Track = Callable[[Awaitable[Any], str], None]
+Track = Callable[[Awaitable[object], str], None]
 
 
 def _plain(caller: HookCaller) -> list[HookImpl]:
@@ -32,11 +35,11 @@ def _plain(caller: HookCaller) -> list[HookImpl]:
     return [impl for impl in reversed(caller.get_hookimpls()) if not (impl.hookwrapper or impl.wrapper)]
 
 
-def _call(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
+def _call(impl: HookImpl, arguments: Mapping[str, object]) -> object:
     return impl.function(*(arguments[name] for name in impl.argnames))
 
 
-def emit(caller: HookCaller, arguments: Mapping[str, Any], track: Track) -> None:
+def emit(caller: HookCaller, arguments: Mapping[str, object], track: Track) -> None:
     """Notify every implementation of `caller` with `arguments`; never raises."""
     for impl in _plain(caller):
         try:
@@ -48,7 +51,7 @@ def emit(caller: HookCaller, arguments: Mapping[str, Any], track: Track) -> None
             track(result, f"{caller.name} of {impl.plugin_name}")
 
 
-async def serial(caller: HookCaller, arguments: Mapping[str, Any]) -> Any:
+async def serial(caller: HookCaller, arguments: Mapping[str, object]) -> object:
     """Await each implementation in turn; returns the first bail value, or None when none bailed."""
     for impl in _plain(caller):
         result = await resolve(_call(impl, arguments))
@@ -57,6 +60,6 @@ async def serial(caller: HookCaller, arguments: Mapping[str, Any]) -> Any:
     return None
 
 
-async def waterfall(caller: HookCaller, arguments: Mapping[str, Any]) -> Any:
+async def waterfall(caller: HookCaller, arguments: Mapping[str, object]) -> object:
     """The chain's result (the host default's when no plugin takes part), resolved."""
     return await resolve(caller(**arguments))

@@ -8,8 +8,10 @@ the explicit cause (`raise ... from cause`) after a colon.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 CIRCULAR = "<circular cause>"
 UNRENDERABLE = "<unrenderable value>"
@@ -55,16 +57,16 @@ def error_code(error: BaseException) -> str | None:
     return code if isinstance(code, str) else None
 
 
-def error_reason(step: int, error: BaseException) -> dict[str, Any]:
+def error_reason(step: int, error: BaseException) -> dict[str, JsonValue]:
     """`{kind: 'error', step, message, code?}`: the turn-end reason of a failure."""
-    reason: dict[str, Any] = {"kind": "error", "step": step, "message": render_error(error)}
+    reason: dict[str, JsonValue] = {"kind": "error", "step": step, "message": render_error(error)}
     code = error_code(error)
     if code is not None:
         reason["code"] = code
     return reason
 
 
-def failure_reason(step: int, failure: Mapping[str, Any], error: BaseException) -> dict[str, Any]:
+def failure_reason(step: int, failure: Json, error: BaseException) -> dict[str, JsonValue]:
     """`{kind: 'error', step, failure}` for a failed model request.
 
     The failure keeps every field the adapter normalised; its message becomes the rendered

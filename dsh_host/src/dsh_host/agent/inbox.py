@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from dsh_host.agent.tickets import Ticket
-from dsh_host.session.frozen import FrozenDict, FrozenList, frozen_loads
+from dsh_host.session.frozen import FrozenDict, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+
 USER_SOURCE = FrozenDict(kind="user")
+
+Content: TypeAlias = "str | Sequence[Json]"
+"""A message's content: a list of content blocks, or a string as shorthand for one text block."""
 
 
 class _Absent:
@@ -30,7 +36,7 @@ class _Absent:
         return "<absent>"
 
 
-ABSENT: Any = _Absent()
+ABSENT = _Absent()
 SNAPSHOT_ERROR = "agent message content, source, and contexts must be losslessly JSON-serializable"
 
 
@@ -38,19 +44,19 @@ SNAPSHOT_ERROR = "agent message content, source, and contexts must be losslessly
 class InboxRecord:
     """One message waiting for the agent: frozen content blocks, source and contexts."""
 
-    content: FrozenList
-    source: FrozenDict
-    contexts: FrozenList
+    content: Sequence[Json]
+    source: Json
+    contexts: Sequence[Json]
     ticket: Ticket | None = field(default=None, compare=False, repr=False)
 
 
-def as_content(content: Any) -> Any:
+def as_content(content: Content) -> Sequence[Json]:
     """Content blocks as given; a plain string is shorthand for one text block."""
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def snapshot_record(
-    content: Any, source: Mapping[str, Any] | None, contexts: Sequence[Any] | None, ticket: Ticket | None = None
+    content: Content, source: Json | None, contexts: Sequence[Json] | None, ticket: Ticket | None = None
 ) -> InboxRecord:
     """Snapshot and freeze one message; TypeError when any part is not lossless JSON.
 

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from dsh_host.agent.cancel import CancelSignal, interruption_reason
 from dsh_host.agent.decisions import Block, Continue, Stop
@@ -34,7 +34,10 @@ from dsh_host.session.session import Session
 from dsh_host.tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
+    from pluggy import HookRelay
+
     from dsh_host.agent.ports import TurnOwner
+    from dsh_host.hookspecs import Json, JsonValue
 
 log = logging.getLogger("dsh.agent")
 
@@ -55,7 +58,7 @@ class TurnInterrupted(Exception):
 class ModelRequestFailed(Exception):
     """The model request failed for good: an adapter failure, or an error/aborted finish."""
 
-    def __init__(self, error: BaseException, failure: Mapping[str, Any]) -> None:
+    def __init__(self, error: BaseException, failure: Json) -> None:
         super().__init__(str(error))
         self.error = error
         self.failure = failure
@@ -65,7 +68,7 @@ class ModelRequestFailed(Exception):
         return cls(error, frozen_loads(canonical_text(error.to_json())))
 
     @classmethod
-    def from_finish(cls, finish: Mapping[str, Any]) -> ModelRequestFailed:
+    def from_finish(cls, finish: Json) -> ModelRequestFailed:
         failure = finish.get("failure")
         if not isinstance(failure, Mapping):
             failure = FrozenDict(message=f"model stream finished with {finish.get('kind')}", code="UNKNOWN")
@@ -96,7 +99,7 @@ class RequestHeaderLog:
             return FrozenDict(provider=provider or "", model=model or "")
         return FrozenDict(latest["config"])
 
-    def record(self, session: Session, header: Mapping[str, Any]) -> Mapping[str, Any]:
+    def record(self, session: Session, header: Json) -> Json:
         """Log `header` if needed; returns the logged (frozen, canonical) header now in force."""
         latest = session.request_header()
         if not self._logged:
@@ -107,7 +110,7 @@ class RequestHeaderLog:
             reason = "change"
         session.append("request/header", {"header": header, "reason": reason})
         self._logged = True
-        return session.request_header()
+        return cast("Json", session.request_header())  # just appended
 
 
 @dataclass(frozen=True)
@@ -122,10 +125,10 @@ class StepOutcome:
 class ToolOutcome:
     """A tool call's result fields, and the contexts it asks to add after the batch."""
 
-    content: Any
+    content: JsonValue
     is_error: bool = False
     error: Mapping[str, str] | None = None
-    contexts: tuple[Any, ...] = ()
+    contexts: tuple[Json, ...] = ()
 
     @classmethod
     def failed(cls, message: str, name: str, code: str) -> ToolOutcome:
@@ -168,7 +171,7 @@ class Turn:
         self._inbox = inbox
         self._headers = headers
         self._step_open = False
-        self._deferred: list[Any] | None = None
+        self._deferred: list[Json] | None = None
         self.first_seq = self.session.seq
         self.tickets: list[Ticket] = []
         """The tickets of the messages this turn wrote (its prompt and the steering it took)."""
@@ -178,13 +181,13 @@ class Turn:
         """True while a tool batch runs: contexts then wait until all its results are logged."""
         return self._deferred is not None
 
-    def defer(self, context: Any) -> None:
+    def defer(self, context: Json) -> None:
         """Queue a frozen context for after the running batch (FIFO with the tools' contexts)."""
         if self._deferred is None:
             raise RuntimeError("no tool batch is running")
         self._deferred.append(context)
 
-    async def run(self, record: InboxRecord) -> Mapping[str, Any]:
+    async def run(self, record: InboxRecord) -> Json:
         """Open the turn for `record` and run it; returns the reason `close` will log.
 
         Raises only when `turn/start` itself could not be appended (then nothing is owed).
@@ -211,7 +214,7 @@ class Turn:
             self._report(exc)
             return error_reason(self.step, exc)
 
-    async def close(self, reason: Mapping[str, Any]) -> None:
+    async def close(self, reason: Json) -> None:
         """Append `turn/end`, settle the turn's tickets, and make the turn durable.
 
         Tickets settle as soon as `turn/end` is logged, before the flush: a slow store delays
@@ -227,7 +230,7 @@ class Turn:
 
     # --- admission ------------------------------------------------------------------------------
 
-    async def _admit(self, record: InboxRecord) -> Mapping[str, Any]:
+    async def _admit(self, record: InboxRecord) -> Json:
         self._checkpoint()
         hook = self.agent.host.hook.dsh_prompt_submit
         decision = await resolve(
@@ -258,9 +261,9 @@ class Turn:
 
     # --- steps ----------------------------------------------------------------------------------
 
-    async def _steps(self) -> Mapping[str, Any]:
-        reason: Mapping[str, Any] = COMPLETED
-        prior_failures: list[Mapping[str, Any]] = []
+    async def _steps(self) -> Json:
+        reason: Json = COMPLETED
+        prior_failures: list[Json] = []
         while True:
             self.step += 1
             self._write_steering()
@@ -327,7 +330,7 @@ class Turn:
             raise TypeError(f"dsh_agent_session_prefix returned {type(prefix).__name__}, not a list of messages")
         self._headers.prefix = frozen_loads(canonical_text(list(prefix)))
 
-    async def _wants_retry(self, failed: ModelRequestFailed, prior_failures: list[Mapping[str, Any]]) -> bool:
+    async def _wants_retry(self, failed: ModelRequestFailed, prior_failures: list[Json]) -> bool:
         try:
             decision = await resolve(
                 self.agent.host.hook.dsh_agent_request_error(
@@ -346,17 +349,17 @@ class Turn:
         return decision == "retry"
 
     @property
-    def _hook(self) -> Any:
+    def _hook(self) -> HookRelay:
         return self.agent.host.hook
 
-    def _arguments(self, **extra: Any) -> dict[str, Any]:
+    def _arguments(self, **extra: object) -> dict[str, object]:
         """The arguments the turn's hooks share (agent, turn, signal), plus `extra`."""
         return {"agent": self.agent, "turn": self.number, "signal": self.signal, **extra}
 
     def _report(self, error: BaseException) -> None:
         self.agent.notify("dsh_agent_error", agent=self.agent, turn=self.number, step=self.step, error=error)
 
-    async def _request(self, messages: list[dict[str, Any]]) -> StepOutcome:
+    async def _request(self, messages: list[dict[str, JsonValue]]) -> StepOutcome:
         config = await self._config()
         prefix = self._headers.prefix or FrozenList()
         wanted = {**self.agent.request_header(), "config": config, "messagePrefix": prefix}
@@ -389,7 +392,7 @@ class Turn:
             self._checkpoint()
         return StepOutcome(tool_calls=bool(calls), max_tokens=max_tokens)
 
-    async def _config(self) -> Mapping[str, Any]:
+    async def _config(self) -> Json:
         """The request's call config: the `dsh_agent_request` waterfall over the seed config."""
         seed = self._headers.seed_config(self.session, self.agent.provider, self.agent.model)
         config = await waterfall(self._hook.dsh_agent_request, self._arguments(step=self.step, config=seed))
@@ -397,7 +400,7 @@ class Turn:
         route = (config.get("provider"), config.get("model")) if isinstance(config, Mapping) else (None, None)
         if not all(isinstance(part, str) and part for part in route):
             raise ValueError(NO_ROUTE_ERROR.format(id=self.agent.id))
-        return config
+        return cast("Json", config)
 
     def _adapter(self, provider: str) -> ModelAdapter:
         """The agent's adapter, or the host's for a provider `dsh_agent_request` switched to."""
@@ -406,8 +409,8 @@ class Turn:
         return self.agent.host.models.adapter(provider)
 
     async def _step_result(
-        self, config: Mapping[str, Any], assembled: AssembledMessage, chunk_seqs: list[int], max_tokens: bool
-    ) -> list[Any]:
+        self, config: Json, assembled: AssembledMessage, chunk_seqs: list[int], max_tokens: bool
+    ) -> list[Json]:
         """The content to log: the assembled message through `dsh_agent_step_result`.
 
         A `max-tokens` step dispatches no tools, so its tool calls are stripped before and after.
@@ -461,18 +464,18 @@ class Turn:
 
     def _append_assistant(
         self,
-        config: Mapping[str, Any],
-        content: list[Any],
+        config: Json,
+        content: list[Json],
         assembled: AssembledMessage,
         chunk_seqs: list[int],
         *,
         replay: bool = True,
     ) -> Event:
-        provenance: dict[str, Any] = {"provider": config["provider"], "model": config["model"]}
+        provenance: dict[str, JsonValue] = {"provider": config["provider"], "model": config["model"]}
         # Replay state describes the streamed content; any rewrite of it invalidates the state.
         if replay and assembled.replay_state is not None and content == assembled.content:
             provenance["replayState"] = assembled.replay_state
-        data: dict[str, Any] = {
+        data: dict[str, JsonValue] = {
             "turn": self.number,
             "step": self.step,
             "content": content,
@@ -484,9 +487,9 @@ class Turn:
 
     # --- tools ----------------------------------------------------------------------------------
 
-    async def _run_batch(self, calls: Sequence[Mapping[str, Any]]) -> None:
+    async def _run_batch(self, calls: Sequence[Json]) -> None:
         """Run the calls concurrently (bounded); log their results in model order, then the contexts."""
-        deferred: list[Any] = []
+        deferred: list[Json] = []
         self._deferred = deferred
         gate = asyncio.Semaphore(self.agent.max_parallel_tools)
         tasks = [asyncio.create_task(self._dispatch(call, gate)) for call in calls]
@@ -501,14 +504,14 @@ class Turn:
             for context in deferred:
                 self.session.append("context/message", context, surface_op="append")
 
-    async def _dispatch(self, call: Mapping[str, Any], gate: asyncio.Semaphore) -> _Dispatched | None:
+    async def _dispatch(self, call: Json, gate: asyncio.Semaphore) -> _Dispatched | None:
         async with gate:
             if self.signal.is_set():
                 return None  # never started: `_commit` logs it as aborted before dispatch
             event = self.session.append("tool/call", self._call_data(call))
             return _Dispatched(event.seq, await self._execute(call))
 
-    async def _execute(self, call: Mapping[str, Any]) -> ToolOutcome:
+    async def _execute(self, call: Json) -> ToolOutcome:
         name = call["name"]
         tool = self.agent.tools.get(name)
         if tool is None:
@@ -532,14 +535,14 @@ class Turn:
             return ToolOutcome.failed(render_error(exc), type(exc).__name__, error_code(exc) or "TOOL_FAILED")
         return _outcome_of(name, result)
 
-    def _commit(self, call: Mapping[str, Any], dispatched: _Dispatched | None) -> tuple[Any, ...]:
+    def _commit(self, call: Json, dispatched: _Dispatched | None) -> tuple[Json, ...]:
         """Log the call's result (and its call, if it never started); returns its contexts."""
         if dispatched is None:
             dispatched = _Dispatched(
                 self.session.append("tool/call", self._call_data(call)).seq, ABORTED_BEFORE_DISPATCH
             )
         outcome = dispatched.outcome
-        data: dict[str, Any] = {
+        data: dict[str, JsonValue] = {
             "turn": self.number,
             "step": self.step,
             "callId": call["id"],
@@ -551,7 +554,7 @@ class Turn:
         self.session.append("tool/result", data, surface_op="append", sources=[dispatched.call_seq])
         return outcome.contexts
 
-    def _call_data(self, call: Mapping[str, Any]) -> dict[str, Any]:
+    def _call_data(self, call: Json) -> dict[str, JsonValue]:
         return {
             "turn": self.number,
             "step": self.step,
@@ -573,7 +576,7 @@ class Turn:
                 self.session.append("context/message", context_message(context), surface_op="append")
         return bool(records)
 
-    def settle(self, reason: Mapping[str, Any]) -> None:
+    def settle(self, reason: Json) -> None:
         """Resolve the tickets of the messages this turn wrote with its result (once: later calls do nothing)."""
         pending = [ticket for ticket in self.tickets if not ticket.done()]
         if not pending:
@@ -601,7 +604,7 @@ class Turn:
             self.session.append("step/end", {"turn": self.number, "step": self.step})
 
 
-def parse_arguments(text: Any) -> dict[str, Any]:
+def parse_arguments(text: JsonValue) -> dict[str, JsonValue]:
     """A tool call's raw JSON arguments as an object; empty text means no arguments."""
     if not isinstance(text, str):
         raise ValueError(f"arguments must be JSON text, got {type(text).__name__}")
@@ -613,11 +616,11 @@ def parse_arguments(text: Any) -> dict[str, Any]:
     return value
 
 
-def _without_tool_calls(content: Sequence[Any]) -> list[Any]:
+def _without_tool_calls(content: Sequence[Json]) -> list[Json]:
     return [block for block in content if block.get("type") != "tool-call"]
 
 
-def _content_of(message: Any) -> list[Any]:
+def _content_of(message: object) -> list[Json]:
     """The content blocks of the message `dsh_agent_step_result` returned."""
     content = message.get("content") if isinstance(message, Mapping) else None
     if not isinstance(content, (list, tuple)):
@@ -625,7 +628,7 @@ def _content_of(message: Any) -> list[Any]:
     return list(content)
 
 
-def _outcome_of(name: str, result: Any) -> ToolOutcome:
+def _outcome_of(name: str, result: object) -> ToolOutcome:
     """Check a tool's result before it is committed, so committing cannot fail half-way."""
     if not isinstance(result, ToolResult):
         return ToolOutcome.failed(
@@ -649,7 +652,7 @@ def _outcome_of(name: str, result: Any) -> ToolOutcome:
     return ToolOutcome(content=content, is_error=result.is_error, error=error, contexts=contexts)
 
 
-def _frozen(value: Any) -> Any:
+def _frozen(value: JsonValue) -> JsonValue:
     """A read-only view of derived messages; log data inside is already frozen and is shared."""
     if isinstance(value, (FrozenDict, FrozenList)):
         return value

@@ -9,11 +9,14 @@ envelope key at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import PROMPT_DELIMITER
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 PROMPT_PREFIX = "prompt-prefix"
 
@@ -22,11 +25,11 @@ PROMPT_PREFIX = "prompt-prefix"
 class Placement:
     """The prompt event's data and the contexts still to be written after it, in order."""
 
-    data: dict[str, Any]
-    separate: tuple[Mapping[str, Any], ...]
+    data: dict[str, JsonValue]
+    separate: tuple[Json, ...]
 
 
-def place(content: Sequence[Any], source: Mapping[str, Any], contexts: Sequence[Mapping[str, Any]]) -> Placement:
+def place(content: Sequence[Json], source: Json, contexts: Sequence[Json]) -> Placement:
     """Bake prefix contexts into `{content, source, envelope?}`; keep the others separate."""
     prefix = [c for c in contexts if c.get("placement") == PROMPT_PREFIX]
     separate = tuple(c for c in contexts if c.get("placement") != PROMPT_PREFIX)
@@ -44,17 +47,17 @@ def place(content: Sequence[Any], source: Mapping[str, Any], contexts: Sequence[
     return Placement(data, separate)
 
 
-def _prefix_entry(context: Mapping[str, Any]) -> dict[str, Any]:
+def _prefix_entry(context: Json) -> dict[str, JsonValue]:
     # Only provenance survives: the content is already in the prompt, the placement is implied.
-    entry: dict[str, Any] = {"source": context["source"]}
+    entry: dict[str, JsonValue] = {"source": context["source"]}
     if "meta" in context:
         entry["meta"] = context["meta"]
     return entry
 
 
-def context_message(context: Mapping[str, Any]) -> dict[str, Any]:
+def context_message(context: Json) -> dict[str, JsonValue]:
     """The `context/message` data of a separate context: `{content, source, meta?}`, no placement."""
-    data: dict[str, Any] = {"content": context["content"], "source": context["source"]}
+    data: dict[str, JsonValue] = {"content": context["content"], "source": context["source"]}
     if "meta" in context:
         data["meta"] = context["meta"]
     return data

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+    from dsh_host.agent.inbox import Content
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.base import ModelAdapter
     from dsh_host.models.registry import ModelRegistry
@@ -24,7 +28,7 @@ class AgentHost(Protocol):
     """What an agent uses of its host (a `dsh_host.Host` is one)."""
 
     @property
-    def hook(self) -> Any:
+    def hook(self) -> HookRelay:
         """The pluggy hook relay."""
 
     @property
@@ -43,7 +47,9 @@ class AgentHost(Protocol):
 class TurnOwner(Protocol):
     """What a turn uses of the agent that runs it (a `dsh_host.Agent` is one)."""
 
-    host: AgentHost
+    @property
+    def host(self) -> AgentHost: ...
+
     session: Session
     provider: str
     model: str
@@ -58,8 +64,8 @@ class TurnOwner(Protocol):
     @property
     def disposed(self) -> bool: ...
 
-    def request_header(self) -> dict[str, Any]: ...
+    def request_header(self) -> dict[str, JsonValue]: ...
 
-    def inject(self, content: Any, *, source: Mapping[str, Any] | None = None, meta: Any = ...) -> None: ...
+    def inject(self, content: Content, *, source: Json | None = None, meta: JsonValue = ...) -> None: ...
 
-    def notify(self, hook: str, **arguments: Any) -> None: ...
+    def notify(self, hook: str, **arguments: object) -> None: ...

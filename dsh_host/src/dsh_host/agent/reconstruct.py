@@ -9,8 +9,8 @@ compared as plain JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dsh_host.models.base import ModelRequest
 from dsh_host.session.events import Event, SessionHeader
@@ -18,11 +18,14 @@ from dsh_host.session.frozen import thaw
 from dsh_host.session.request_header import canonical_header, fold_request_header
 from dsh_host.session.session import Session
 
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
+
 # Once the step's stream has produced anything, its request was already dispatched.
 _DISPATCHED = frozenset({"assistant/chunk", "assistant/message", "step/end", "step/start", "turn/end"})
 
 
-def rebuild_request(events: Sequence[Event], step_start_seq: int) -> dict[str, Any]:
+def rebuild_request(events: Sequence[Event], step_start_seq: int) -> dict[str, JsonValue]:
     """The request of the step whose `step/start` is `events[step_start_seq]`, from the log.
 
     Returns `{provider, model, messages, system?, tools?, temperature?, maxTokens?, stop?}` as
@@ -42,15 +45,15 @@ def rebuild_request(events: Sequence[Event], step_start_seq: int) -> dict[str, A
     return _request_shape(header["config"], [*header.get("messagePrefix", ()), *history], header)
 
 
-def request_json(request: ModelRequest) -> dict[str, Any]:
+def request_json(request: ModelRequest) -> dict[str, JsonValue]:
     """A sent request in the shape `rebuild_request` returns (signal and ids left out)."""
-    config: dict[str, Any] = {"provider": request.provider, "model": request.model}
+    config: dict[str, JsonValue] = {"provider": request.provider, "model": request.model}
     for key, value in (("temperature", request.temperature), ("maxTokens", request.max_tokens)):
         if value is not None:
             config[key] = value
     if request.stop is not None:
         config["stop"] = list(request.stop)
-    header: dict[str, Any] = {}
+    header: dict[str, JsonValue] = {}
     if request.system is not None:
         header["system"] = request.system
     if request.tools is not None:
@@ -58,8 +61,8 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
     return _request_shape(config, request.messages, header)
 
 
-def _request_shape(config: Mapping[str, Any], messages: Sequence[Any], header: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _request_shape(config: Json, messages: Sequence[JsonValue], header: Json) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {
         "provider": config["provider"],
         "model": config["model"],
         "messages": thaw(list(messages)),

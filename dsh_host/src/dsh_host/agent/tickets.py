@@ -10,10 +10,12 @@ once. A transport therefore never guesses from later events which turn answered 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     from dsh_host.session.session import Session
@@ -37,7 +39,7 @@ class TurnResult:
     turn: int | None
     reason: str
     text: str = ""
-    end: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    end: Json = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def ok(self) -> bool:
@@ -97,7 +99,7 @@ class Ticket:
             self.finish(TurnResult(self._session_id, None, DROPPED))
 
 
-def turn_result(session: Session, turn: int, first_seq: int, reason: Mapping[str, Any]) -> TurnResult:
+def turn_result(session: Session, turn: int, first_seq: int, reason: Json) -> TurnResult:
     """The result of turn `turn`, whose events start at `first_seq`: its end and last answer."""
     text = ""
     for seq in range(session.seq - 1, first_seq - 1, -1):

@@ -25,16 +25,27 @@ from dsh_host.errors import DshError
 from dsh_host.terminal_text import display_inline_text, display_text
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
+    from dsh_host.agent.agent import Agent
+    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
+
+
+class Compaction(Protocol):
+    """What a compaction reports: the surface nodes it folded into its checkpoint."""
+
+    @property
+    def shadowed_seqs(self) -> Sequence[int]: ...
 
 
 @runtime_checkable
 class Compactor(Protocol):
     """A compaction service: folds a session's older history into one checkpoint, now."""
 
-    async def compact_now(self, target: Any, *, retain_tokens: int | None = None) -> Any: ...
+    async def compact_now(self, target: Agent, *, retain_tokens: int | None = None) -> Compaction | None: ...
 
 
 @runtime_checkable
@@ -99,7 +110,7 @@ def demo(host: Host, data_dir: Path | None) -> None:
     click.echo(f"  DSH_HOME={data_dir} dsh sessions list")
 
 
-def find_service(host: Host, capability: type) -> Any:
+def find_service(host: Host, capability: type) -> Any:  # a service: see Services.get
     """The first service registered on `host` that provides `capability` (a protocol), or None."""
     for name in host.services:
         service = host.services.get(name)
@@ -159,10 +170,10 @@ async def _scenario(host: Host, compactor: Compactor, mentions: SessionMentions,
         console.out(display_text(block.get("text", "")), highlight=False)
 
 
-def log_lines(events: list[dict[str, Any]]) -> list[str]:
+def log_lines(events: list[dict[str, JsonValue]]) -> list[str]:
     """One line per event, with each run of stream chunks folded into one line."""
     lines: list[str] = []
-    run: list[dict[str, Any]] = []
+    run: list[dict[str, JsonValue]] = []
 
     def close_run() -> None:
         if run:
@@ -181,7 +192,7 @@ def log_lines(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _last_request(agent: Any) -> dict[str, Any]:
+def _last_request(agent: Agent) -> dict[str, JsonValue]:
     from dsh_host.agent.reconstruct import rebuild_request
 
     step_start = max(e.seq for e in agent.session.events if e.type == "step/start")

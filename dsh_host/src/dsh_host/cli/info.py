@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
 
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 def plugins(host: Host, as_json: bool) -> None:
     """List installed plugins and the mounted ones, with the hooks each implements."""
     mounted = {p.name: p for p in host.mounted}
-    rows = []
+    rows: list[dict[str, JsonValue]] = []
     for name in sorted(host.installed):
         info = host.installed[name]
         record = mounted.get(name)

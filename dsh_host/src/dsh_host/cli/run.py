@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +12,8 @@ from dsh_host.errors import DshError
 from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dsh_host.host import Host
     from dsh_host.session.events import Event
     from dsh_host.session.session import Session
@@ -41,7 +43,9 @@ def announce_model(host: Host) -> None:
         click.echo(f"dsh: {notice}", err=True)
 
 
-async def run_turn(host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Any) -> Session:
+async def run_turn(
+    host: Host, text: str, *, session_id: str | None, as_json: bool, echo: Callable[[str], None]
+) -> Session:
     """Run one turn of `text` in a new (or resumed) session, echoing text deltas or events."""
     from dsh_host.agent.composition import ComposeError
 

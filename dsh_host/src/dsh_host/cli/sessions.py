@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 import click
 
@@ -179,7 +179,7 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None)
     """
     if every == (session_id is not None):
         raise ConfigError("dsh sessions export: name one SESSION_ID or give --all")
-    logs = _every_log(host) if every else [_one_log(host, session_id)]
+    logs = _every_log(host) if every else [_one_log(host, cast(str, session_id))]
     if output is None:
         _write_logs(sys.stdout, logs)
         sys.stdout.flush()

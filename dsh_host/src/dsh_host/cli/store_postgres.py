@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -22,6 +22,7 @@ from dsh_host.terminal_text import display_inline_text
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
+    from dsh_host.store.postgres.store import PostgresSessionStore
 
 STORE = "postgres"
 
@@ -65,7 +66,7 @@ def store_group() -> None:
 @store_group.command("init")
 @click.option("--dsn", help="Connect with this DSN instead of [stores.postgres] dsn (a role owning the database).")
 @click.pass_obj
-def init(host: Any, dsn: str | None) -> None:
+def init(host: Host, dsn: str | None) -> None:
     """Create or upgrade the dsh schema (idempotent, one transaction; run as the database's owner)."""
     postgres = postgres_module()
     table = host.config.store_table(STORE)
@@ -85,7 +86,7 @@ def init(host: Any, dsn: str | None) -> None:
 @click.argument("session_id")
 @click.argument("role")
 @click.pass_obj
-def share(host: Any, session_id: str, role: str) -> None:
+def share(host: Host, session_id: str, role: str) -> None:
     """Let members of ROLE read SESSION_ID (list, show, export, reference); it stays yours to change."""
     _share(host, session_id, role)
     click.echo(f"shared {display_inline_text(session_id)} with {display_inline_text(role)} (read-only)")
@@ -94,14 +95,14 @@ def share(host: Any, session_id: str, role: str) -> None:
 @click.command("unshare")
 @click.argument("session_id")
 @click.pass_obj
-def unshare(host: Any, session_id: str) -> None:
+def unshare(host: Host, session_id: str) -> None:
     """Make SESSION_ID private again: only you can see it."""
     _share(host, session_id, None)
     click.echo(f"{display_inline_text(session_id)} is private")
 
 
-def _share(host: Any, session_id: str, role: str | None) -> None:
+def _share(host: Host, session_id: str, role: str | None) -> None:
     try:
-        host.store.share(session_id, role)
+        cast("PostgresSessionStore", host.store).share(session_id, role)  # the store this plugin mounts for
     except SessionNotFound as exc:
         raise DshError(str(exc)) from None

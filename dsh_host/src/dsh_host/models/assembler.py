@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.models.base import JsonDict
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 _DELTA_BLOCK_TYPES = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 
@@ -24,7 +27,7 @@ class AssembledMessage:
     content: list[JsonDict]
     usage: JsonDict | None
     finish: JsonDict
-    replay_state: Any = None
+    replay_state: JsonValue = None
 
 
 @dataclass
@@ -59,7 +62,7 @@ class StreamAssembler:
         self._blocks: dict[int, _PartialBlock] = {}  # insertion order is first-seen order
         self._usage: JsonDict | None = None
         self._finish: JsonDict | None = None
-        self._replay_state: Any = None
+        self._replay_state: JsonValue = None
 
     def feed(self, chunk: JsonDict) -> None:
         """Take one stream chunk; unknown chunk types are ignored (the vocabulary is extensible)."""

@@ -15,16 +15,17 @@ Messages, content blocks and stream chunks are plain JSON dicts in the log's voc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from dsh_host.errors import DshError
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     import asyncio
 
-JsonDict = dict[str, Any]
+JsonDict: TypeAlias = dict[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class ToolSchema:
 
     name: str
     description: str
-    parameters: Mapping[str, Any]
+    parameters: Json
 
     def to_json(self) -> JsonDict:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -45,9 +46,9 @@ class ModelRequest:
 
     provider: str
     model: str
-    messages: Sequence[Mapping[str, Any]]
+    messages: Sequence[Json]
     system: str | None = None
-    tools: Sequence[Mapping[str, Any]] | None = None
+    tools: Sequence[Json] | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     stop: Sequence[str] | None = None

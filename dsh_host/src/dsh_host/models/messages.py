@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 
-def unanswered_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def unanswered_messages(messages: Sequence[Json]) -> list[Json]:
     """The user messages after the last assistant message: what a reply to them answers."""
-    pending: list[Mapping[str, Any]] = []
+    pending: list[Json] = []
     for message in reversed(messages):
         if message.get("role") == "assistant":
             break
@@ -17,7 +20,7 @@ def unanswered_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[s
     return pending
 
 
-def message_text(message: Mapping[str, Any]) -> str:
+def message_text(message: Json) -> str:
     """The text blocks of a model message (`{role, content}`), concatenated.
 
     Content given as a plain string is that string; tool calls, tool results and other

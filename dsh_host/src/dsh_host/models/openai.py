@@ -28,6 +28,9 @@ from dsh_host.errors import ConfigError
 from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest, ToolSchema
 
 if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.models.registry import ModelHost
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
@@ -66,7 +69,7 @@ def build_payload(request: ModelRequest) -> JsonDict:
     return payload
 
 
-def to_openai_messages(messages: Sequence[Mapping[str, Any]], system: str | None = None) -> list[JsonDict]:
+def to_openai_messages(messages: Sequence[Json], system: str | None = None) -> list[JsonDict]:
     """Our messages as OpenAI chat messages, the system prompt first."""
     out: list[JsonDict] = [{"role": "system", "content": system}] if system else []
     for message in messages:
@@ -83,13 +86,13 @@ def to_openai_messages(messages: Sequence[Mapping[str, Any]], system: str | None
     return out
 
 
-def _joined_text(blocks: Sequence[Mapping[str, Any]]) -> str:
+def _joined_text(blocks: Sequence[Json]) -> str:
     # Joined with nothing in between: a prompt-prefix message is several blocks that read as one
     # text (the baked contexts + the prompt delimiter + the request).
     return "".join(block["text"] for block in blocks if block.get("type") == "text")
 
 
-def _user_messages(blocks: Sequence[Mapping[str, Any]]) -> list[JsonDict]:
+def _user_messages(blocks: Sequence[Json]) -> list[JsonDict]:
     # Tool results go first: OpenAI requires them right after the assistant message that called
     # the tools, so any text of the same message must follow them.
     out: list[JsonDict] = [
@@ -106,7 +109,7 @@ def _user_messages(blocks: Sequence[Mapping[str, Any]]) -> list[JsonDict]:
     return out
 
 
-def _assistant_message(blocks: Sequence[Mapping[str, Any]]) -> JsonDict | None:
+def _assistant_message(blocks: Sequence[Json]) -> JsonDict | None:
     # Reasoning blocks are dropped: DeepSeek rejects `reasoning_content` in input messages.
     calls = [
         {
@@ -126,7 +129,7 @@ def _assistant_message(blocks: Sequence[Mapping[str, Any]]) -> JsonDict | None:
     return message
 
 
-def _tool(tool: Mapping[str, Any] | ToolSchema) -> JsonDict:
+def _tool(tool: Json | ToolSchema) -> JsonDict:
     schema = tool.to_json() if isinstance(tool, ToolSchema) else tool
     return {
         "type": "function",
@@ -138,7 +141,7 @@ def _tool(tool: Mapping[str, Any] | ToolSchema) -> JsonDict:
     }
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: JsonValue) -> JsonValue:
     """A JSON-serialisable copy of a value that may hold read-only mappings or tuples."""
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
@@ -150,7 +153,7 @@ def _plain(value: Any) -> Any:
 # --- response stream ---------------------------------------------------------------------------
 
 
-def map_usage(raw: Mapping[str, Any]) -> JsonDict:
+def map_usage(raw: Json) -> JsonDict:
     """OpenAI/DeepSeek usage as our `TokenUsage`, with disjoint counts.
 
     Cached prompt tokens are reported apart from the uncached ones, and reasoning tokens apart
@@ -223,7 +226,7 @@ class StreamMapper:
         self._usage: JsonDict | None = None
         self.finish_reason: str | None = None
 
-    def feed(self, event: Mapping[str, Any]) -> list[JsonDict]:
+    def feed(self, event: Json) -> list[JsonDict]:
         """The chunks one event of the stream produces."""
         out: list[JsonDict] = []
         if event.get("usage"):
@@ -267,7 +270,7 @@ class StreamMapper:
         out.append({"type": delta_type, "index": block.index, "text": text})
         return out
 
-    def _tool_call(self, call: Mapping[str, Any]) -> list[JsonDict]:
+    def _tool_call(self, call: Json) -> list[JsonDict]:
         out: list[JsonDict] = []
         block = self._open(("tool", call.get("index", 0)), "tool-call", out)
         function = call.get("function") or {}
@@ -618,7 +621,7 @@ def create(host: ModelHost, env: Mapping[str, str] | None = None) -> OpenAIAdapt
     )
 
 
-def plugin_headers(hook: Any, request: ModelRequest) -> dict[str, str]:
+def plugin_headers(hook: HookRelay, request: ModelRequest) -> dict[str, str]:
     """The headers every plugin's `dsh_model_request_headers` adds, merged in call order."""
     headers: dict[str, str] = {}
     for added in hook.dsh_model_request_headers(provider=request.provider, request=request):

@@ -11,23 +11,28 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.config import Config
 from dsh_host.errors import ConfigError
 from dsh_host.models.base import ModelAdapter
+
+if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+    from dsh_host.host import Host
 
 
 class ModelHost(Protocol):
     """What the registry uses of a host: its hook relay and configuration."""
 
     @property
-    def hook(self) -> Any: ...
+    def hook(self) -> HookRelay: ...
 
     config: Config
 
 
-AdapterFactory = Callable[[Any], ModelAdapter]
+AdapterFactory = Callable[["Host"], ModelAdapter]
 """Builds an adapter for a host: `factory(host)`."""
 
 KEYLESS_PROVIDER = "scripted"
@@ -46,14 +51,14 @@ class ResolvedModel:
 class ModelRegistry:
     """Model adapters by provider name, built lazily and cached."""
 
-    def __init__(self, host: ModelHost, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, host: Host, env: Mapping[str, str] | None = None) -> None:
         self._host = host
         self._env = os.environ if env is None else env
         self._factories: dict[str, AdapterFactory] = {}
         self._adapters: dict[str, ModelAdapter] = {}
 
     @classmethod
-    def from_hooks(cls, host: ModelHost, env: Mapping[str, str] | None = None) -> ModelRegistry:
+    def from_hooks(cls, host: Host, env: Mapping[str, str] | None = None) -> ModelRegistry:
         """A registry holding every adapter the host's plugins register."""
         registry = cls(host, env)
         host.hook.dsh_register_models(register=registry.register)

@@ -18,9 +18,9 @@ import json
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.errors import ConfigError
 from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest
@@ -33,9 +33,10 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
     from dsh_host.models.registry import ModelHost
 
-ScriptEntry = list[JsonDict] | Callable[[ModelRequest], Any] | str
+ScriptEntry = list[JsonDict] | Callable[[ModelRequest], "list[JsonDict] | Awaitable[list[JsonDict]]"] | str
 """A chunk list, a function of the request returning one (or an awaitable of one), or "hang"."""
 
 HANG = "hang"
@@ -74,7 +75,7 @@ def max_tokens_response(text: str) -> list[JsonDict]:
     return _text_chunks(text, {"kind": "max-tokens"})
 
 
-def tool_call_response(call_id: str, name: str, args: Any, text: str = "") -> list[JsonDict]:
+def tool_call_response(call_id: str, name: str, args: JsonValue, text: str = "") -> list[JsonDict]:
     """One tool call (arguments split across two deltas), after an optional text block."""
     arguments = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
     chunks: list[JsonDict] = []
@@ -207,7 +208,7 @@ def load_script(path: str | os.PathLike[str]) -> list[ScriptEntry]:
         raise ConfigError(f"script {path}: cannot read it ({exc})") from None
     if path.suffix.lower() == ".toml":
         try:
-            data: Any = tomllib.loads(text)
+            data: JsonValue = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"script {path}: invalid TOML: {exc}") from None
     elif path.suffix.lower() == ".json":
@@ -226,7 +227,7 @@ def load_script(path: str | os.PathLike[str]) -> list[ScriptEntry]:
 _ENTRY_KINDS = ("text", "max_tokens", "tool_call", "hang", "error", "finish_error", "chunks")
 
 
-def _entry(path: Path, index: int, entry: Any) -> ScriptEntry:
+def _entry(path: Path, index: int, entry: JsonValue) -> ScriptEntry:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"script {path}: entry {index}: {why}")
 

@@ -33,11 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import SURFACE_TYPES, Event, SessionHeader
 from dsh_host.session.surface import Surface, SurfaceError, plan_transition
 from dsh_host.text import js_string
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 SEED_SHAPE = "seed-shape"
@@ -95,7 +98,7 @@ def check_log(
     return tuple(sorted(found, key=lambda f: -1 if f.seq is None else f.seq))
 
 
-def data_field(event: Event, key: str) -> Any:
+def data_field(event: Event, key: str) -> JsonValue:
     """`event.data[key]`, or None when the data is not an object or lacks the key."""
     data = event.data
     return data.get(key) if isinstance(data, Mapping) else None
@@ -160,7 +163,7 @@ def resume_refusal(header: SessionHeader, events: Sequence[Event]) -> str | None
     return next((f.message for f in check_shapes(header, events) if f.rule == SEED_SHAPE), None)
 
 
-def _routed(config: Any) -> bool:
+def _routed(config: JsonValue) -> bool:
     if not isinstance(config, Mapping):
         return False
     provider, model = config.get("provider"), config.get("model")
@@ -169,10 +172,10 @@ def _routed(config: Any) -> bool:
 
 def check_turns(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
     """`turn-nesting`, `step-scope`, `tool-pairing` and `turn-enclosure` (the nesting companion)."""
-    open_turn: Any = None
-    open_step: Any = None
+    open_turn: JsonValue = None
+    open_step: JsonValue = None
     next_turn, next_step = 1, 1
-    pending_calls: set[Any] = set()
+    pending_calls: set[JsonValue] = set()
     for event in events:
         kind, seq = event.type, event.seq
         if kind not in _STEP_SCOPED and kind not in _TURN_BOUNDARIES:
@@ -247,7 +250,9 @@ def check_turns(header: SessionHeader, events: Sequence[Event]) -> Iterator[Viol
                 pending_calls.add(_hashable(data_field(event, "callId")))
 
 
-def _open_step(event: Event, turn: Any, step: Any, open_turn: Any, open_step: Any) -> Iterator[Violation]:
+def _open_step(
+    event: Event, turn: JsonValue, step: JsonValue, open_turn: JsonValue, open_step: JsonValue
+) -> Iterator[Violation]:
     if open_turn is None or open_step is None or not _same(turn, open_turn) or not _same(step, open_step):
         yield Violation(
             event.seq,
@@ -257,12 +262,12 @@ def _open_step(event: Event, turn: Any, step: Any, open_turn: Any, open_step: An
         )
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: JsonValue) -> JsonValue:
     # A call id is a string in every log this host writes; anything else is compared by its text.
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: JsonValue, b: JsonValue) -> bool:
     """JavaScript's `===` on JSON scalars: `true` is not `1`."""
     return type(a) is type(b) and a == b
 

@@ -12,11 +12,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import FrozenInstanceError, dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
 from dsh_host.errors import DshError
 from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import FAST_DUMPS, FAST_LOADS, NotLosslessJson, canonical_text, standard_text
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"})
@@ -27,7 +30,7 @@ PROMPT_DELIMITER = "\n\n## My request:\n"
 """The text block that separates baked prompt-prefix contexts from the direct prompt."""
 
 
-UNPARSED: Any = object()
+UNPARSED = object()
 """The `data` of an event built from its JSON text (`data_json`): parsed on first read."""
 
 
@@ -35,14 +38,14 @@ class InvalidEvent(DshError, ValueError):
     """An event or header that does not satisfy the envelope rules."""
 
 
-def is_safe_int(value: Any, *, minimum: int = 0) -> bool:
+def is_safe_int(value: object, *, minimum: int = 0) -> TypeGuard[int]:
     return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
 
 
 def _read_only(name: str, doc: str) -> property:
     """A public, read-only view of the slot `_<name>` (the C `attrgetter` keeps reads cheap)."""
 
-    def refuse(self: Event, value: Any = None) -> None:
+    def refuse(self: Event, value: object = None) -> None:
         raise FrozenInstanceError(f"session events are frozen (cannot change {name!r})")
 
     return property(attrgetter(f"_{name}"), refuse, refuse, doc)
@@ -71,9 +74,9 @@ class Event:
         type: str,
         seq: int,
         time: int,
-        data: Any = UNPARSED,
-        surface_op: Any = None,
-        source_event_seqs: Any = None,
+        data: JsonValue = UNPARSED,
+        surface_op: JsonValue = None,
+        source_event_seqs: JsonValue = None,
         data_json: str = "",
     ) -> None:
         if data is UNPARSED and not data_json:
@@ -87,12 +90,29 @@ class Event:
         self._data_json = data_json
         self._line = ""
 
-    type = _read_only("type", "The event type, such as `assistant/chunk`.")
-    seq = _read_only("seq", "The event's position in its log, from 0.")
-    time = _read_only("time", "When the event was appended, in milliseconds since the epoch.")
-    surface_op = _read_only("surface_op", 'None, "append", or the frozen replace mapping.')
-    source_event_seqs = _read_only("source_event_seqs", "None or the frozen list of source seqs.")
-    line = _read_only("line", "The log line the event was built with (a live session's log-only events), else empty.")
+    if TYPE_CHECKING:
+        # What the fields read as; at run time they are the `_read_only` properties below.
+        @property
+        def type(self) -> str: ...
+        @property
+        def seq(self) -> int: ...
+        @property
+        def time(self) -> int: ...
+        @property
+        def surface_op(self) -> JsonValue: ...
+        @property
+        def source_event_seqs(self) -> JsonValue: ...
+        @property
+        def line(self) -> str: ...
+    else:
+        type = _read_only("type", "The event type, such as `assistant/chunk`.")
+        seq = _read_only("seq", "The event's position in its log, from 0.")
+        time = _read_only("time", "When the event was appended, in milliseconds since the epoch.")
+        surface_op = _read_only("surface_op", 'None, "append", or the frozen replace mapping.')
+        source_event_seqs = _read_only("source_event_seqs", "None or the frozen list of source seqs.")
+        line = _read_only(
+            "line", "The log line the event was built with (a live session's log-only events), else empty."
+        )
 
     @property
     def data_json(self) -> str:
@@ -105,14 +125,14 @@ class Event:
         return self._data_json
 
     @property
-    def data(self) -> Any:
+    def data(self) -> JsonValue:
         """The event's data as frozen JSON containers."""
         data = self._data
         if data is UNPARSED:
             data = self._data = frozen_loads_compact(self.data_json)
         return data
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return (self._type, self._seq, self._time, self.data, self._surface_op, self._source_event_seqs)
 
     def __eq__(self, other: object) -> bool:
@@ -129,9 +149,9 @@ class Event:
             f"surface_op={self._surface_op!r}, source_event_seqs={self._source_event_seqs!r})"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The log form of this event (frozen containers inside; serialise or `thaw` it)."""
-        out: dict[str, Any] = {"type": self._type, "seq": self._seq, "time": self._time, "data": self.data}
+        out: dict[str, JsonValue] = {"type": self._type, "seq": self._seq, "time": self._time, "data": self.data}
         if self._source_event_seqs is not None:
             out["sourceEventSeqs"] = self._source_event_seqs
         if self._surface_op is not None:
@@ -159,7 +179,7 @@ class Event:
 _new_event = object.__new__
 
 
-def log_only_event(type: str, seq: int, time: int, time_text: str, data: Any) -> Event:
+def log_only_event(type: str, seq: int, time: int, time_text: str, data: JsonValue) -> Event:
     """A log-only event (no surface fields) built with its log line; raises NotLosslessJson.
 
     Appending is bound by this (most of a log is stream chunks), and in CPython a call costs
@@ -209,11 +229,11 @@ def _type_json(kind: str) -> str:
     return text
 
 
-def _compact(value: Any) -> str:
+def _compact(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
+def event_from_json(raw: JsonValue, *, expected_seq: int | None = None) -> Event:
     """Build an event from its parsed log form, checking the envelope (not the surface)."""
     if not isinstance(raw, Mapping):
         raise InvalidEvent("invalid event envelope: not an object")
@@ -251,7 +271,7 @@ def event_from_json(raw: Any, *, expected_seq: int | None = None) -> Event:
     )
 
 
-def _freeze(kind: str, key: str, value: Any) -> Any:
+def _freeze(kind: str, key: str, value: JsonValue) -> JsonValue:
     # JSON null is "carried" (and then invalid), so keep a marker distinct from absence.
     if value is None:
         return NULL_MARKER
@@ -285,9 +305,9 @@ class SessionHeader:
     seed_length: int | None = None
     delegation_depth: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The header line of the JSONL format (`delegationDepth` always written, 0 if absent)."""
-        out: dict[str, Any] = {
+        out: dict[str, JsonValue] = {
             "type": "session",
             "version": self.version,
             "id": self.id,
@@ -303,7 +323,7 @@ class SessionHeader:
         return out
 
 
-def header_from_json(raw: Any) -> SessionHeader:
+def header_from_json(raw: JsonValue) -> SessionHeader:
     """Validate a JSONL header line's object."""
     if not isinstance(raw, Mapping) or raw.get("type") != "session":
         raise InvalidEvent("first line is not a session header")
@@ -333,7 +353,7 @@ def header_from_json(raw: Any) -> SessionHeader:
     )
 
 
-def display_prompt_content(data: Mapping[str, Any]) -> Any:
+def display_prompt_content(data: Json) -> JsonValue:
     """The direct prompt of a user/steering message: the envelope's display content if any."""
     envelope = data.get("envelope")
     if isinstance(envelope, Mapping) and envelope.get("displayContent") is not None:
@@ -355,7 +375,7 @@ class SurfaceText(NamedTuple):
     text: str
 
 
-def surface_text(type: str, data: Any) -> SurfaceText:
+def surface_text(type: str, data: JsonValue) -> SurfaceText:
     """The `SurfaceText` of an event given its type and data."""
     if not isinstance(data, Mapping):
         return SurfaceText(type, None, None, "")
@@ -371,7 +391,7 @@ def surface_text(type: str, data: Any) -> SurfaceText:
     )
 
 
-def text_of(blocks: Any, sep: str = "\n") -> str:
+def text_of(blocks: JsonValue, sep: str = "\n") -> str:
     """The `text` blocks of a content list, joined with `sep`."""
     if not isinstance(blocks, list):
         return ""

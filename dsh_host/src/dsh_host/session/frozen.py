@@ -7,10 +7,13 @@ values and serialise with `json.dumps` unchanged, but every mutating method rais
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 
-def _readonly(*_: Any, **__: Any) -> NoReturn:
+def _readonly(*_: object, **__: object) -> NoReturn:
     raise TypeError("session data is frozen")
 
 
@@ -18,8 +21,8 @@ class FrozenDict(dict):
     """A dict that cannot be changed after construction."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return id(self)
@@ -35,8 +38,8 @@ class FrozenList(list):
     """A list that cannot be changed after construction."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _readonly  # type: ignore[assignment]
-    clear = sort = reverse = __iadd__ = __imul__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _readonly
+    clear = sort = reverse = __iadd__ = __imul__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return id(self)
@@ -48,7 +51,7 @@ class FrozenList(list):
         return self
 
 
-def _frozen_object(pairs: list[tuple[str, Any]]) -> FrozenDict:
+def _frozen_object(pairs: list[tuple[str, JsonValue]]) -> FrozenDict:
     frozen = FrozenDict(pairs)
     if list in map(type, frozen.values()):  # C-speed test; most objects hold no array
         return FrozenDict([(k, _freeze_lists(v)) if type(v) is list else (k, v) for k, v in pairs])
@@ -76,13 +79,13 @@ _decoder = json.JSONDecoder(object_pairs_hook=_frozen_object)  # built once, not
 _decode, _raw_decode = _decoder.decode, _decoder.raw_decode
 
 
-def frozen_loads(text: str) -> Any:
+def frozen_loads(text: str) -> JsonValue:
     """Parse JSON text into frozen containers."""
     value = _decode(text)
     return _freeze_lists(value) if type(value) is list else value
 
 
-def frozen_loads_compact(text: str) -> Any:
+def frozen_loads_compact(text: str) -> JsonValue:
     """`frozen_loads` of text this process encoded compactly (no surrounding whitespace)."""
     value, end = _raw_decode(text)  # skips `decode`'s whitespace handling, which compact text lacks
     if end != len(text):  # pragma: no cover - not compact encoder output
@@ -90,7 +93,7 @@ def frozen_loads_compact(text: str) -> Any:
     return _freeze_lists(value) if type(value) is list else value
 
 
-def thaw(value: Any) -> Any:
+def thaw(value: JsonValue) -> JsonValue:
     """A detached, mutable deep copy of a (possibly frozen) JSON value."""
     if isinstance(value, (dict, list)):
         # The C codec copies without Python recursion (and faster than a Python walk).

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from dsh_host.errors import DshError
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 MAX_DEPTH = 512
 """The deepest nesting of arrays and objects a value may have.
@@ -52,7 +55,7 @@ class NotLosslessJson(DshError, TypeError):
     """The value is not losslessly JSON-serialisable."""
 
 
-def canonical_text(value: Any) -> str:
+def canonical_text(value: JsonValue) -> str:
     """Validate `value` and return its compact JSON text."""
     try:
         out = FAST_DUMPS(value)
@@ -64,7 +67,7 @@ def canonical_text(value: Any) -> str:
     return text
 
 
-def standard_text(value: Any) -> str:
+def standard_text(value: JsonValue) -> str:
     """`canonical_text` by the standard library's codecs alone: exact, slower, and it names what is wrong."""
     try:
         text = _standard_encode(value)
@@ -89,7 +92,7 @@ def standard_text(value: Any) -> str:
 _TOO_DEEP = f"$: nested deeper than {MAX_DEPTH} levels"
 
 
-def too_deep(value: Any) -> bool:
+def too_deep(value: JsonValue) -> bool:
     """Whether a parsed JSON value nests arrays and objects more than `MAX_DEPTH` levels deep."""
     level = [value] if isinstance(value, (dict, list)) else []
     depth = 0
@@ -106,7 +109,7 @@ def too_deep(value: Any) -> bool:
     return False
 
 
-def _has_negative_zero(value: Any) -> bool:
+def _has_negative_zero(value: JsonValue) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
@@ -123,9 +126,9 @@ def _has_negative_zero(value: Any) -> bool:
 _EXIT = object()
 
 
-def _first_difference(value: Any, fallback: str = "value does not survive a JSON round trip") -> str:
+def _first_difference(value: JsonValue, fallback: str = "value does not survive a JSON round trip") -> str:
     """Describe where `value` stops being JSON, as `path: reason` (depth first, in order)."""
-    stack: list[tuple[str, Any]] = [("$", value)]
+    stack: list[tuple[str, JsonValue]] = [("$", value)]
     ancestors: set[int] = set()
     while stack:
         path, item = stack.pop()

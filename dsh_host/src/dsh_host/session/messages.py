@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from dsh_host.session.events import Event
 from dsh_host.session.snapshots import SurfaceSnapshot
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.session.session import Session
 
 
-def derive_event_message(event: Event) -> dict[str, Any] | None:
+def derive_event_message(event: Event) -> dict[str, JsonValue] | None:
     """The model message for a surface event, or None when it projects to nothing.
 
     Only the content reaches the model: `source`, `envelope`, `meta`, the steering `turn` and
@@ -21,7 +22,7 @@ def derive_event_message(event: Event) -> dict[str, Any] | None:
     return _derive(event.type, event.data)
 
 
-def _derive(kind: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
+def _derive(kind: str, data: Json) -> dict[str, JsonValue] | None:
     if kind in ("user/message", "context/message", "steering/message"):
         return {"role": "user", "content": data["content"]}
     if kind == "assistant/message":
@@ -56,7 +57,7 @@ def surface_messages(surface: SurfaceSnapshot | Session) -> Iterator[SurfaceMess
     output); reasoning and tool calls contribute nothing, and an event that gives the model no
     message (an empty assistant message) is skipped.
     """
-    items: Iterator[tuple[str, Mapping[str, Any], int]]
+    items: Iterator[tuple[str, Json, int]]
     if isinstance(surface, SurfaceSnapshot):
         items = ((event["type"], event["data"], event["seq"]) for event in surface.events)
     else:
@@ -67,7 +68,7 @@ def surface_messages(surface: SurfaceSnapshot | Session) -> Iterator[SurfaceMess
             yield SurfaceMessage(message["role"], _text(message["content"]), kind, seq)
 
 
-def _text(content: Any) -> str:
+def _text(content: JsonValue) -> str:
     parts = []
     for block in content:
         if block.get("type") == "text":

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 OUTCOME_UNKNOWN_TEXT = (
     "The tool call was interrupted after it was recorded, but no result was durably recorded. "
@@ -18,7 +21,7 @@ NOT_STARTED_TEXT = (
 )
 
 
-def interrupted_turn_closers(events: Sequence[Event]) -> list[dict[str, Any]]:
+def interrupted_turn_closers(events: Sequence[Event]) -> list[dict[str, JsonValue]]:
     """Events (log form) that balance a log ending inside an open turn; [] when balanced.
 
     Pending tool calls get an error result (outcome unknown if a `tool/call` was logged, not
@@ -27,7 +30,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[dict[str, Any]]:
     """
     open_turn: int | None = None
     open_step: int | None = None
-    pending: dict[str, dict[str, Any]] = {}
+    pending: dict[str, dict[str, JsonValue]] = {}
     for event in events:
         kind, data = event.type, event.data
         if kind == "turn/start":
@@ -55,10 +58,10 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[dict[str, Any]]:
         return []
     last = events[-1]
     seq, when = last.seq + 1, last.time
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, JsonValue]] = []
     for call_id, entry in pending.items():
         started = "call_seq" in entry
-        closer: dict[str, Any] = {
+        closer: dict[str, JsonValue] = {
             "type": "tool/result",
             "seq": seq,
             "time": when,

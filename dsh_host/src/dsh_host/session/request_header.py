@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import Event
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 _CONFIG_KEYS = ("provider", "model", "temperature", "maxTokens", "stop")
 
 
-def canonical_header(header: Mapping[str, Any]) -> dict[str, Any]:
+def canonical_header(header: Json) -> dict[str, JsonValue]:
     """Drop empty optional parts: an empty system prompt, tool list or message prefix is absent."""
-    out: dict[str, Any] = {"config": {k: header["config"][k] for k in _CONFIG_KEYS if k in header["config"]}}
+    out: dict[str, JsonValue] = {"config": {k: header["config"][k] for k in _CONFIG_KEYS if k in header["config"]}}
     if header.get("system"):
         out["system"] = header["system"]
     if header.get("tools"):
@@ -23,12 +26,12 @@ def canonical_header(header: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _compact(value: Any) -> str:
+def _compact(value: JsonValue) -> str:
     # Insertion order, not sorted: a schema whose keys moved counts as a change.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def header_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+def header_equals(a: Json | None, b: Json | None) -> bool:
     """Equality of two canonical headers as the loop decides whether to log a `change`."""
     if a is None or b is None:
         return a is b
@@ -48,7 +51,7 @@ def header_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> b
     return all(_compact(x) == _compact(y) for x, y in zip(tools_a, tools_b, strict=True))
 
 
-def fold_request_header(events: Iterable[Event]) -> Mapping[str, Any] | None:
+def fold_request_header(events: Iterable[Event]) -> Json | None:
     """The latest `request/header` snapshot of a log, or None."""
     latest = None
     for event in events:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from time import time_ns
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import (
     SURFACE_TYPES,
@@ -19,6 +19,9 @@ from dsh_host.session.lossless import NotLosslessJson, canonical_text
 from dsh_host.session.messages import derive_event_message
 from dsh_host.session.request_header import canonical_header
 from dsh_host.session.surface import Surface, SurfaceError, plan_transition
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json, JsonValue
 
 log = logging.getLogger("dsh.session")
 
@@ -59,10 +62,10 @@ class Session:
         self.surface = Surface()
         self._listeners: list[Listener] = []
         self._publishing = False
-        self._messages: list[dict[str, Any]] = []
+        self._messages: list[dict[str, JsonValue]] = []
         self._messages_upto = 0
         self._messages_generation = 0
-        self._header_snapshot: Mapping[str, Any] | None = None
+        self._header_snapshot: Json | None = None
         self._header_upto = 0
         self.pending: list[Event] = []
         self._time_text: tuple[int, str] = (-1, "")
@@ -108,9 +111,9 @@ class Session:
     def append(
         self,
         type: str,
-        data: Any,
+        data: JsonValue,
         *,
-        surface_op: str | Mapping[str, Any] | None = None,
+        surface_op: str | Json | None = None,
         sources: Sequence[int] | None = None,
     ) -> Event:
         """Append one event and return it, frozen. Raises and changes nothing when invalid."""
@@ -158,7 +161,7 @@ class Session:
     def _now(self) -> int:
         return time_ns() // 1_000_000 if self._clock is None else self._clock()
 
-    def append_raw(self, raw: Mapping[str, Any]) -> Event:
+    def append_raw(self, raw: Json) -> Event:
         """Append an event given in log form (used by crash repair and import)."""
         event = event_from_json(raw, expected_seq=len(self._log))
         self._commit(event, event.seq)
@@ -190,7 +193,7 @@ class Session:
         finally:
             self._publishing = False
 
-    def derive_messages(self) -> list[dict[str, Any]]:
+    def derive_messages(self) -> list[dict[str, JsonValue]]:
         """Model messages of the current surface, projected once per node and cached.
 
         A replace (a new `replace_generation`) rebuilds from the head; appends project only the
@@ -207,7 +210,7 @@ class Session:
         self._messages_upto = len(nodes)
         return list(self._messages)
 
-    def request_header(self) -> Mapping[str, Any] | None:
+    def request_header(self) -> Json | None:
         """The canonical latest `request/header` snapshot, folded incrementally."""
         for event in self._log[self._header_upto :]:
             if event.type == "request/header":

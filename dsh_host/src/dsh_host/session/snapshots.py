@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from dsh_host.hookspecs import JsonValue  # imported at run time for typing.get_type_hints
 from dsh_host.session.events import SessionHeader, SurfaceText
 
 
@@ -17,7 +17,7 @@ class SurfaceSnapshot:
 
     header: SessionHeader
     captured_through_seq: int | None
-    events: list[dict[str, Any]]
+    events: list[dict[str, JsonValue]]
 
 
 @dataclass(frozen=True)

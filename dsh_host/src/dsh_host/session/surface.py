@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
 from dsh_host.session.events import NULL_MARKER, SURFACE_TYPES, Event, is_safe_int
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 
 class SurfaceError(DshError, ValueError):
@@ -100,7 +103,7 @@ def _position(nodes: Sequence[int], seq: int) -> int:
 _INT = frozenset({int})
 
 
-def _check_sources(event: Event, sources: Any) -> None:
+def _check_sources(event: Event, sources: JsonValue) -> None:
     if sources is None:
         return
     if sources is NULL_MARKER or not isinstance(sources, list):
@@ -141,7 +144,7 @@ def _check_tool_result_rewrite(event: Event, shadowed: Sequence[int], lookup: Ca
         raise SurfaceError("tool/result replace may change only content")
 
 
-def json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: JsonValue, b: JsonValue) -> bool:
     """Structural JSON equality: key order does not matter, but `true` is not `1` (unlike `==`)."""
     stack = [(a, b)]
     while stack:

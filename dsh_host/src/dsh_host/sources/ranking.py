@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Any
 
 from dsh_host.sources.base import BodyScorer
 from dsh_host.store.base import CandidateRow
@@ -24,7 +23,7 @@ from dsh_host.store.relevance import BodyTextScoring
 from dsh_host.store.search import rank_key
 
 
-def store_scorer(store: Any) -> BodyScorer | None:
+def store_scorer(store: object) -> BodyScorer | None:
     """The store's `score_body_texts` when it has one: the scale every body match is scored on."""
     return store.score_body_texts if isinstance(store, BodyTextScoring) else None
 

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dsh_host.hookspecs import SourceFactory
 from dsh_host.sources.base import SessionSource, SourceReadOnly
 
-SourceFactory = Callable[[Any, dict[str, Any]], SessionSource]
-"""Opens a source for a host: `factory(host, table)`, `table` being `[sources.<name>]`."""
+if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+    from dsh_host.host import Host
 
 SEPARATOR = ":"
 """Between a source's name and the agent's own id in a source session's id."""
 
 
-def source_factories(hook: Any) -> dict[str, SourceFactory]:
+def source_factories(hook: HookRelay) -> dict[str, SourceFactory]:
     """Every source the mounted plugins offer, by name, in registration order."""
     factories: dict[str, SourceFactory] = {}
 
@@ -38,7 +41,9 @@ def source_factories(hook: Any) -> dict[str, SourceFactory]:
 class SessionSources:
     """The sources of one host, by name; `owner(id)` says which one serves a session id."""
 
-    def __init__(self, host: Any, factories: Mapping[str, SourceFactory], tables: Callable[[str], dict[str, Any]]):
+    def __init__(
+        self, host: Host, factories: Mapping[str, SourceFactory], tables: Callable[[str], dict[str, Any]]
+    ) -> None:
         self._host = host
         self._factories = dict(factories)
         self._tables = tables

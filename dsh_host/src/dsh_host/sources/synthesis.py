@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.session.events import Event, SessionHeader, SurfaceText
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 USER_SOURCE: Mapping[str, str] = {"kind": "user"}
 """The source of a prompt a person typed."""
@@ -50,9 +53,9 @@ class SourceConversation:
     messages: tuple[SourceMessage, ...]
     provider: str
 
-    def _event_data(self) -> list[tuple[str, int, dict[str, Any]]]:
+    def _event_data(self) -> list[tuple[str, int, dict[str, JsonValue]]]:
         """(type, time, data) of each message: turns count the prompts, steps the replies within one."""
-        out: list[tuple[str, int, dict[str, Any]]] = []
+        out: list[tuple[str, int, dict[str, JsonValue]]] = []
         turn, step = 0, 0
         for message in self.messages:
             content = [{"type": "text", "text": text} for text in message.texts]
@@ -100,5 +103,5 @@ class SourceConversation:
         return SurfaceTexts(self.header, last if last >= 0 else None, texts)
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

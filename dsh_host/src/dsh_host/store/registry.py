@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_host.errors import ConfigError
 from dsh_host.hookspecs import StoreFactory
 from dsh_host.store.base import SessionStore
 
+if TYPE_CHECKING:
+    from pluggy import HookRelay
 
-def store_factories(hook: Any) -> dict[str, StoreFactory]:
+    from dsh_host.host import Host
+
+
+def store_factories(hook: HookRelay) -> dict[str, StoreFactory]:
     """Every store the registered plugins offer, by name, in registration order."""
     factories: dict[str, StoreFactory] = {}
 
@@ -24,7 +29,7 @@ def store_factories(hook: Any) -> dict[str, StoreFactory]:
     return factories
 
 
-def open_store(host: Any, name: str, table: dict[str, Any]) -> SessionStore:
+def open_store(host: Host, name: str, table: dict[str, Any]) -> SessionStore:
     """Open the store registered as `name`; ConfigError naming the known ones when none is."""
     factories = store_factories(host.hook)
     factory = factories.get(name)

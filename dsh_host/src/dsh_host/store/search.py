@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from typing import Any
 
 from dsh_host.store.base import CandidateRow
 
@@ -103,7 +102,7 @@ def cwd_group(cwd: str | None, target_cwd: str | None) -> int:
     return 0 if target_cwd is not None and cwd == target_cwd else 2
 
 
-def rank_key(row: CandidateRow, target_cwd: str | None) -> tuple[Any, ...]:
+def rank_key(row: CandidateRow, target_cwd: str | None) -> tuple[int, bool, float, int | float, str]:
     """The order `search_candidates` returns rows in: group, name before body, relevance, newest, id."""
     return (cwd_group(row.cwd, target_cwd), row.snippet is not None, row.score, -row.created_at, row.id)
 

@@ -7,9 +7,12 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_host import Config, Host
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 
 class HostFactory:
@@ -29,8 +32,8 @@ class HostFactory:
         self,
         plugins: Sequence[str] = (),
         *,
-        objects: Mapping[str, Any] | None = None,
-        script: Sequence[Mapping[str, Any]] | None = None,
+        objects: Mapping[str, object] | None = None,
+        script: Sequence[Json] | None = None,
         config: Mapping[str, Any] | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         **tables: Mapping[str, Any],
@@ -69,7 +72,7 @@ class HostFactory:
         for host in reversed(self.hosts):
             host.close()
 
-    def _write_script(self, script: Sequence[Mapping[str, Any]]) -> Path:
+    def _write_script(self, script: Sequence[Json]) -> Path:
         path = self.root / f"script-{len(self.hosts)}.json"
         path.write_text(json.dumps(list(script)), encoding="utf-8")
         return path

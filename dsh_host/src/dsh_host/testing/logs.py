@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from dsh_host import Event, SessionHeader
 from dsh_host.log import event_from_json
 
-Content = str | list[dict[str, Any]] | None
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn
+
+    from dsh_host.hookspecs import JsonValue
+
+Content: TypeAlias = "str | list[dict[str, JsonValue]] | None"
 """A message's content as the builders take it: a string is one text block, None no block."""
 
 
@@ -24,11 +29,11 @@ class LogBuilder:
     PROVENANCE: ClassVar[dict[str, str]] = {"provider": "scripted", "model": "scripted-1"}
 
     @staticmethod
-    def text(text: str) -> dict[str, Any]:
+    def text(text: str) -> dict[str, JsonValue]:
         return {"type": "text", "text": text}
 
     @staticmethod
-    def reasoning(text: str) -> dict[str, Any]:
+    def reasoning(text: str) -> dict[str, JsonValue]:
         return {"type": "reasoning", "text": text}
 
     @staticmethod
@@ -37,7 +42,7 @@ class LogBuilder:
         return {"kind": "plugin", "plugin": name}
 
     @classmethod
-    def content(cls, content: Content) -> list[dict[str, Any]]:
+    def content(cls, content: Content) -> list[dict[str, JsonValue]]:
         """`content` as blocks (see `Content`)."""
         if content is None:
             return []
@@ -47,13 +52,13 @@ class LogBuilder:
     def raw(
         type: str,
         seq: int,
-        data: Any = None,
+        data: JsonValue = None,
         *,
-        op: Any = None,
-        sources: Any = None,
+        op: JsonValue = None,
+        sources: JsonValue = None,
         time: int = 0,
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": type, "seq": seq, "time": time, "data": {} if data is None else data}
+    ) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"type": type, "seq": seq, "time": time, "data": {} if data is None else data}
         if sources is not None:
             out["sourceEventSeqs"] = sources
         if op is not None:
@@ -61,24 +66,26 @@ class LogBuilder:
         return out
 
     @staticmethod
-    def replace(start: int, end: int) -> dict[str, Any]:
+    def replace(start: int, end: int) -> dict[str, JsonValue]:
         return {"op": "replace", "start": start, "end": end}
 
     @classmethod
     def user_data(
-        cls, text: Content, source: dict[str, Any] | None = None, envelope: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        cls, text: Content, source: dict[str, JsonValue] | None = None, envelope: dict[str, JsonValue] | None = None
+    ) -> dict[str, JsonValue]:
         data = {"content": cls.content(text), "source": source or cls.USER}
         if envelope is not None:
             data["envelope"] = envelope
         return data
 
     @classmethod
-    def assistant_data(cls, text: Content, turn: int = 1, step: int = 1, **extra: Any) -> dict[str, Any]:
+    def assistant_data(cls, text: Content, turn: int = 1, step: int = 1, **extra: JsonValue) -> dict[str, JsonValue]:
         return {"turn": turn, "step": step, "content": cls.content(text), "provenance": cls.PROVENANCE, **extra}
 
     @classmethod
-    def tool_result_data(cls, call_id: str, text: str, turn: int = 1, step: int = 1, **extra: Any) -> dict:
+    def tool_result_data(
+        cls, call_id: str, text: str, turn: int = 1, step: int = 1, **extra: JsonValue
+    ) -> dict[str, JsonValue]:
         return {
             "turn": turn,
             "step": step,
@@ -93,45 +100,55 @@ class LogBuilder:
         cls,
         seq: int,
         text: Content = "hi",
-        source: dict[str, Any] | None = None,
+        source: dict[str, JsonValue] | None = None,
         *,
-        envelope: dict[str, Any] | None = None,
-        op: Any = "append",
-        sources: Any = None,
-    ) -> dict[str, Any]:
+        envelope: dict[str, JsonValue] | None = None,
+        op: JsonValue = "append",
+        sources: JsonValue = None,
+    ) -> dict[str, JsonValue]:
         """A `user/message` (from the user unless `source` says otherwise)."""
         return cls.raw("user/message", seq, cls.user_data(text, source, envelope), op=op, sources=sources)
 
     @classmethod
     def steering(
-        cls, seq: int, text: Content, source: dict[str, Any] | None = None, *, turn: int = 1, op: Any = "append"
-    ) -> dict[str, Any]:
+        cls,
+        seq: int,
+        text: Content,
+        source: dict[str, JsonValue] | None = None,
+        *,
+        turn: int = 1,
+        op: JsonValue = "append",
+    ) -> dict[str, JsonValue]:
         """A `steering/message` of turn `turn`."""
         return cls.raw("steering/message", seq, {**cls.user_data(text, source), "turn": turn}, op=op)
 
     @classmethod
-    def context(cls, seq: int, text: str, source: dict[str, Any], *, op: Any = "append") -> dict[str, Any]:
+    def context(
+        cls, seq: int, text: str, source: dict[str, JsonValue], *, op: JsonValue = "append"
+    ) -> dict[str, JsonValue]:
         """A `context/message` of one text block."""
         return cls.raw("context/message", seq, {"content": [cls.text(text)], "source": source}, op=op)
 
     @classmethod
     def assistant(
-        cls, seq: int, text: Content = "ok", *, op: Any = "append", sources: Any = None, turn: int = 1
-    ) -> dict[str, Any]:
+        cls, seq: int, text: Content = "ok", *, op: JsonValue = "append", sources: JsonValue = None, turn: int = 1
+    ) -> dict[str, JsonValue]:
         return cls.raw("assistant/message", seq, cls.assistant_data(text, turn), op=op, sources=sources)
 
     @classmethod
-    def tool_result(cls, seq: int, text: str, *, call_id: str = "call-1", op: Any = "append") -> dict[str, Any]:
+    def tool_result(
+        cls, seq: int, text: str, *, call_id: str = "call-1", op: JsonValue = "append"
+    ) -> dict[str, JsonValue]:
         """A `tool/result` of turn 1, step 1."""
         return cls.raw("tool/result", seq, cls.tool_result_data(call_id, text), op=op)
 
     @classmethod
-    def chunk(cls, seq: int, text: str = "x", *, turn: int = 1, step: int = 1) -> dict[str, Any]:
+    def chunk(cls, seq: int, text: str = "x", *, turn: int = 1, step: int = 1) -> dict[str, JsonValue]:
         chunk = {"type": "text-delta", "index": 0, "text": text}
         return cls.raw("assistant/chunk", seq, {"turn": turn, "step": step, "chunk": chunk})
 
     @classmethod
-    def draw_log(cls, draw: Any, *, max_ops: int = 40) -> tuple[list[dict[str, Any]], list[int], int]:
+    def draw_log(cls, draw: DrawFn, *, max_ops: int = 40) -> tuple[list[dict[str, JsonValue]], list[int], int]:
         """A random valid log for hypothesis (`draw` is `data.draw`).
 
         Mixes log-only events, appends of every surface type, replaces of random contiguous
@@ -141,7 +158,7 @@ class LogBuilder:
         # hypothesis is a test-time dependency of whoever calls this, not of dsh-host.
         from hypothesis import strategies as st
 
-        raws: list[dict[str, Any]] = []
+        raws: list[dict[str, JsonValue]] = []
         nodes: list[int] = []
         generation = 0
         for _ in range(draw(st.integers(min_value=0, max_value=max_ops))):
@@ -191,13 +208,13 @@ class LogBuilder:
         return raws, nodes, generation
 
     @staticmethod
-    def surface(log: list[dict[str, Any]], seqs: Sequence[int]) -> list[dict[str, Any]]:
+    def surface(log: list[dict[str, JsonValue]], seqs: Sequence[int]) -> list[dict[str, JsonValue]]:
         """The events of `log` at `seqs`, in that order (a surface folded by hand)."""
         by_seq = {event["seq"]: event for event in log}
         return [by_seq[seq] for seq in seqs]
 
     @staticmethod
-    def events(raws: list[dict[str, Any]]) -> list[Event]:
+    def events(raws: list[dict[str, JsonValue]]) -> list[Event]:
         """Parse log-form dicts into events (envelope checks only; no surface fold)."""
         return [event_from_json(raw) for raw in raws]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +18,9 @@ from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import DSN_VARIABLE, Database, PostgresServer
 from dsh_host.testing.requests import sent_requests as _sent_requests
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def dsh_cli(tmp_path: Path) -> DshRunner:
 
 
 @pytest.fixture(name="sent_requests")
-def sent_requests_fixture() -> Callable[[Host], list[dict[str, Any]]]:
+def sent_requests_fixture() -> Callable[[Host], list[dict[str, JsonValue]]]:
     """`sent_requests(host)`: the model requests the host's scripted model received, in order.
 
     Each is plain JSON in the shape `dsh_host.log.rebuild_request` gives, so a test can compare

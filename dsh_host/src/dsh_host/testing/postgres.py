@@ -15,7 +15,12 @@ import itertools
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from dsh_host.store.postgres import PostgresSessionStore
 
 DSN_VARIABLE = "DSH_TEST_POSTGRES_DSN"
 """The environment variable holding the test server's superuser DSN."""
@@ -30,14 +35,14 @@ class PostgresServer:
     run: str = field(default_factory=lambda: secrets.token_hex(3))
     roles: list[str] = field(default_factory=list)
     databases: list[str] = field(default_factory=list)
-    _counter: itertools.count = field(default_factory=itertools.count)
+    _counter: itertools.count[int] = field(default_factory=itertools.count)
 
-    def admin(self, dbname: str | None = None) -> Any:
+    def admin(self, dbname: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
         """A superuser connection (autocommit), to the admin DSN's database or to `dbname`."""
         import psycopg
 
         params = {"dbname": dbname} if dbname else {}
-        return psycopg.connect(self.admin_dsn, autocommit=True, **params)
+        return psycopg.connect(self.admin_dsn, autocommit=True, **params)  # type: ignore[arg-type]
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -109,12 +114,12 @@ class Database:
     def dsn(self, role: str | None = None) -> str:
         return self.server.dsn(self.name, role or self.user)
 
-    def open(self, role: str | None = None) -> Any:
+    def open(self, role: str | None = None) -> PostgresSessionStore:
         """A `PostgresSessionStore` on this database as `role` (default: `user`)."""
         from dsh_host.store.postgres import PostgresSessionStore
 
         return PostgresSessionStore.open(self.dsn(role))
 
-    def admin(self) -> Any:
+    def admin(self) -> psycopg.Connection[tuple[Any, ...]]:
         """A superuser connection to this database (it bypasses row-level security)."""
         return self.server.admin(self.name)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.agent.reconstruct import request_json
 from dsh_host.models.scripted import ScriptedAdapter
 
 if TYPE_CHECKING:
     from dsh_host import Host
+    from dsh_host.hookspecs import JsonValue
 
 
-def sent_requests(host: Host) -> list[dict[str, Any]]:
+def sent_requests(host: Host) -> list[dict[str, JsonValue]]:
     """Every request `host`'s `scripted` model received, in order, as plain JSON.
 
     Each is in the shape `dsh_host.log.rebuild_request` gives for the step that sent it

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -14,17 +19,17 @@ class ToolContext:
 
     cwd: Path
     session_id: str
-    signal: Any  # asyncio.Event set when the turn is cancelled
+    signal: asyncio.Event  # set when the turn is cancelled
 
 
 @dataclass(frozen=True)
 class ToolResult:
     """A tool's outcome. `content` is a list of content blocks; `is_error` marks failures."""
 
-    content: Sequence[Mapping[str, Any]]
+    content: Sequence[Json]
     is_error: bool = False
     error: Mapping[str, str] | None = None  # {"name", "code"} for error results
-    additional_contexts: Sequence[Mapping[str, Any]] = ()
+    additional_contexts: Sequence[Json] = ()
 
     @classmethod
     def text(cls, text: str, *, is_error: bool = False, code: str | None = None) -> ToolResult:
@@ -42,8 +47,8 @@ class Tool:
 
     name: str
     description: str
-    parameters: Mapping[str, Any]
-    run: Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+    parameters: Json
+    run: Callable[[dict[str, JsonValue], ToolContext], Awaitable[ToolResult]]
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> dict[str, JsonValue]:
         return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}

@@ -12,13 +12,14 @@ from __future__ import annotations
 import codecs
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
     from dsh_host.tools.base import Tool, ToolContext, ToolResult
 
 MAX_READ_BYTES = 256 * 1024
@@ -51,14 +52,14 @@ def _confined(cwd: Path, raw: str) -> Path:
     return target
 
 
-def _path_argument(arguments: Mapping[str, Any], default: str | None = None) -> str:
+def _path_argument(arguments: Json, default: str | None = None) -> str:
     value = arguments.get("path", default)
     if not isinstance(value, str) or not value:
         raise _ToolInputError("path must be a non-empty string", "INVALID_ARGUMENTS")
     return value
 
 
-def _positive_int(arguments: Mapping[str, Any], key: str, default: int) -> int:
+def _positive_int(arguments: Json, key: str, default: int) -> int:
     value = arguments.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _ToolInputError(f"{key} must be a positive integer, got {value!r}", "INVALID_ARGUMENTS")
@@ -124,7 +125,7 @@ def _list(cwd: Path, raw: str) -> str:
     return "\n".join(lines) if lines else "[empty directory]"
 
 
-async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
+async def _run(work: Callable[..., str], *args: object) -> ToolResult:
     # Imported here (asyncio is loaded by the event loop running the tool): every dsh command
     # mounts this plugin, few run a tool.
     import asyncio
@@ -139,7 +140,7 @@ async def _run(work: Callable[..., str], *args: Any) -> ToolResult:
         return ToolResult.text(f"cannot read {args[1]}: {exc.strerror or exc}", is_error=True, code="READ_FAILED")
 
 
-async def read_file(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+async def read_file(arguments: Json, context: ToolContext) -> ToolResult:
     """Run `read_file`: the requested lines of a text file inside the session's directory."""
     from dsh_host.tools.base import ToolResult
 
@@ -152,7 +153,7 @@ async def read_file(arguments: Mapping[str, Any], context: ToolContext) -> ToolR
     return await _run(_read_lines, context.cwd, raw, offset, limit)
 
 
-async def list_dir(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+async def list_dir(arguments: Json, context: ToolContext) -> ToolResult:
     """Run `list_dir`: the names in a directory inside the session's directory, dirs with `/`."""
     from dsh_host.tools.base import ToolResult
 

@@ -57,13 +57,15 @@ from dsh_host.tui.submit import Steered, Submitter
 from dsh_host.tui.title import RESTORE_TITLE, SAVE_TITLE, window_title
 
 if TYPE_CHECKING:
+    from dsh_host.agent.agent import Agent
+    from dsh_host.hookspecs import Json
     from dsh_host.host import Host
     from dsh_host.session.events import Event
     from dsh_host.session.session import Session
 
 log = logging.getLogger("dsh.tui")
 
-AgentFactory = Callable[["Host", "Session"], Any]
+AgentFactory = Callable[["Host", "Session"], "Agent"]
 
 _MENU_HEIGHT = 12
 _PREVIEW_LINES = 12
@@ -86,14 +88,14 @@ STYLE = Style.from_dict(
 )
 
 
-def default_agent_factory(host: Host, session: Session) -> Any:
+def default_agent_factory(host: Host, session: Session) -> Agent:
     """An agent on `session` with the configured model (the keyless one when no key is set)."""
     from dsh_host.agent.agent import Agent
 
     return Agent.create(host, session, host.models.resolve())
 
 
-def model_label(agent: Any) -> str:
+def model_label(agent: Agent) -> str:
     """How the banner names the agent's model."""
     if agent.provider == "scripted":
         return "scripted model (no API key)"
@@ -103,7 +105,7 @@ def model_label(agent: Any) -> str:
 class TranscriptPrinter:
     """Prints renderables above the running application, in order, batched per redraw."""
 
-    def __init__(self, console: Console, app: Application[Any]) -> None:
+    def __init__(self, console: Console, app: Application[None]) -> None:
         self.console = console
         self._app = app
         self._pending: list[RenderableType] = []
@@ -131,7 +133,7 @@ class StreamPreview:
     def __init__(self) -> None:
         self._parts: list[tuple[str, str]] = []
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Json) -> None:
         kind = chunk.get("type")
         if kind in ("text-delta", "reasoning-delta") and isinstance(chunk.get("text"), str):
             style = "class:preview" if kind == "text-delta" else "class:preview.reasoning"
@@ -363,7 +365,7 @@ class ChatUI:
             add_done_callback(lambda result: self._steering_settled(steered, result))
         self.app.invalidate()
 
-    def _steering_settled(self, steered: Steered, result: Any) -> None:
+    def _steering_settled(self, steered: Steered, result: object) -> None:
         if steered in self.steering:
             self.steering.remove(steered)
             if getattr(result, "reason", None) == "dropped":

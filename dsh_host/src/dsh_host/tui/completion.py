@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -31,6 +31,9 @@ from dsh_host.tui.file_search import (
     format_file_mention,
 )
 from dsh_host.tui.mentions import MentionCompletion, RegisteredSource
+
+if TYPE_CHECKING:
+    from dsh_host.agent.agent import Agent
 
 log = logging.getLogger("dsh.tui")
 
@@ -49,7 +52,7 @@ class MentionCompleter(Completer):
         *,
         commands: Callable[[], Iterable[tuple[str, str]]],
         sources: Sequence[RegisteredSource] = (),
-        target: Callable[[], Any] = lambda: None,
+        target: Callable[[], Agent | None] = lambda: None,
         on_abandoned: Callable[[], None] | None = None,
     ) -> None:
         self.files = files
@@ -119,7 +122,8 @@ class MentionCompleter(Completer):
 
     async def _ask(self, source: RegisteredSource, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
         try:
-            items = await source.complete(self._target(), token, cancel)
+            # The chat always has an agent; only a completer built without a target has none.
+            items = await source.complete(cast("Agent", self._target()), token, cancel)
             return [_mention_completion(token, item) for item in items]
         except Exception:  # failures (cancellation included) just offer nothing from this source
             log.debug("mention completion failed for %r", token.query, exc_info=True)

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host.tui.file_search import AtToken
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dsh_host.agent.agent import Agent
+    from dsh_host.host import Host
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class MentionCompletion:
     meta: str = ""
 
 
-CompletionSource = Callable[[Any, AtToken, Any], Awaitable[Sequence[MentionCompletion]]]
+CompletionSource = Callable[["Agent", AtToken, "asyncio.Event"], Awaitable[Sequence[MentionCompletion]]]
 """`await complete(agent, token, signal)`: the items a plugin offers for the `@` token at the cursor."""
 
 
@@ -35,7 +41,7 @@ class RegisteredSource:
     hint: str | None = None
 
 
-def collect_sources(host: Any) -> list[RegisteredSource]:
+def collect_sources(host: Host) -> list[RegisteredSource]:
     """Every source the host and its plugins register through `dsh_register_completions`."""
     sources: list[RegisteredSource] = []
 

@@ -15,7 +15,7 @@ baked prompt-prefix snapshot; a prefix context shows only as what its kind's ren
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.box import Box
 from rich.console import Console, Group, RenderableType
@@ -26,6 +26,12 @@ from rich.text import Text
 from dsh_host.session.events import display_prompt_content
 from dsh_host.terminal_text import display_inline_text, display_text
 from dsh_host.text import js_trim
+
+if TYPE_CHECKING:
+    from pluggy import HookRelay
+
+    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.session.events import Event
 
 # A box that draws only a left gutter bar, on every row including the blank top and bottom.
 _GUTTER = Box("▌   \n" * 8)
@@ -41,7 +47,7 @@ _TOOL_OUTPUT_WIDTH = 200
 _TOOL_ARGUMENTS_WIDTH = 120
 
 
-def join_display_text(blocks: Any) -> str:
+def join_display_text(blocks: object) -> str:
     """The text the transcript shows for a content list, concatenated without separators.
 
     Text and reasoning blocks give their text, tool calls `name(arguments)`, tool results their
@@ -65,10 +71,10 @@ def join_display_text(blocks: Any) -> str:
     return "".join(parts)
 
 
-EventRenderer = Callable[[Mapping[str, Any], "Transcript"], "list[RenderableType]"]
+EventRenderer = Callable[["Json", "Transcript"], "list[RenderableType]"]
 """`render(data, transcript)`: the renderables one logged event of a type prints (often none)."""
 
-ContextRenderer = Callable[[Mapping[str, Any]], "RenderableType | None"]
+ContextRenderer = Callable[["Json"], "RenderableType | None"]
 """`render(meta)`: how a context of a kind is shown, or None when the meta is not valid for it."""
 
 
@@ -79,7 +85,7 @@ class Transcript:
     `dsh_register_context_renderers` one per context kind (`meta.kind`).
     """
 
-    def __init__(self, hook: Any) -> None:
+    def __init__(self, hook: HookRelay) -> None:
         self._events: dict[str, EventRenderer] = {}
         self._contexts: dict[str, ContextRenderer] = {}
         hook.dsh_register_renderers(register=self._register_event)
@@ -95,7 +101,7 @@ class Transcript:
             raise ValueError(f"a renderer for {kind!r} contexts is already registered")
         self._contexts[kind] = render
 
-    def render(self, event: Any) -> list[RenderableType]:
+    def render(self, event: Event | Json) -> list[RenderableType]:
         """What the transcript prints for one logged event (often nothing).
 
         `event` is a session `Event` or its log form (a mapping with `type` and `data`).
@@ -106,14 +112,14 @@ class Transcript:
         renderer = self._events.get(kind)
         return list(renderer(data, self)) if renderer is not None else []
 
-    def render_context(self, context: Any) -> RenderableType | None:
+    def render_context(self, context: object) -> RenderableType | None:
         """How `context` is shown by the renderer of its `meta.kind`; None when nobody shows it."""
-        meta = context.get("meta") if isinstance(context, Mapping) else None
+        meta: JsonValue = context.get("meta") if isinstance(context, Mapping) else None
         kind = meta.get("kind") if isinstance(meta, Mapping) else None
         renderer = self._contexts.get(kind) if isinstance(kind, str) else None
         return renderer(meta) if renderer is not None else None
 
-    def print(self, console: Console, events: Iterable[Any]) -> None:
+    def print(self, console: Console, events: Iterable[Event | Json]) -> None:
         """Print stored events as the chat transcript shows them (stream chunks are skipped)."""
         for event in events:
             for renderable in self.render(event):
@@ -177,7 +183,7 @@ def _block(renderable: RenderableType) -> RenderableType:
     return Padding(renderable, (1, 0, 0, 1), expand=False)
 
 
-def _message(label: str, style: str, data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
+def _message(label: str, style: str, data: Json, transcript: Transcript) -> list[RenderableType]:
     out: list[RenderableType] = []
     text = display_text(js_trim(join_display_text(display_prompt_content(data))))
     if text:
@@ -194,18 +200,18 @@ def _message(label: str, style: str, data: Mapping[str, Any], transcript: Transc
     return out
 
 
-def _user_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
+def _user_message(data: Json, transcript: Transcript) -> list[RenderableType]:
     source = data.get("source")
     plugin = _plugin_of(source)
     return _message("You" if plugin is None else f"Message · {plugin}", USER_STYLE, data, transcript)
 
 
-def _steering_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
+def _steering_message(data: Json, transcript: Transcript) -> list[RenderableType]:
     plugin = _plugin_of(data.get("source"))
     return _message("Steering" if plugin is None else f"Steering · {plugin}", STEERING_STYLE, data, transcript)
 
 
-def _context_message(data: Mapping[str, Any], transcript: Transcript) -> list[RenderableType]:
+def _context_message(data: Json, transcript: Transcript) -> list[RenderableType]:
     shown = transcript.render_context(data)
     if shown is not None:
         return [shown]
@@ -217,7 +223,7 @@ def _context_message(data: Mapping[str, Any], transcript: Transcript) -> list[Re
     return [_block(body)]
 
 
-def _assistant_message(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
+def _assistant_message(data: Json, _: Transcript) -> list[RenderableType]:
     content = data.get("content")
     if not isinstance(content, Sequence) or isinstance(content, str):
         return []
@@ -236,14 +242,14 @@ def _assistant_message(data: Mapping[str, Any], _: Transcript) -> list[Renderabl
     return [_block(Group(Text("Assistant", style=ASSISTANT_STYLE), body))]
 
 
-def _tool_call(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
+def _tool_call(data: Json, _: Transcript) -> list[RenderableType]:
     arguments = _clip(display_inline_text(_string(data.get("arguments"))), _TOOL_ARGUMENTS_WIDTH)
     line = Text.assemble(("⏺ ", "cyan"), (display_inline_text(_string(data.get("name"))), "bold"))
     line.append(f"({arguments})", style="dim")
     return [_block(line)]
 
 
-def _tool_result(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
+def _tool_result(data: Json, _: Transcript) -> list[RenderableType]:
     failed = data.get("isError") is True
     lines = js_trim(join_display_text(data.get("content"))).split("\n")
     first = _clip(display_inline_text(lines[0]), _TOOL_OUTPUT_WIDTH) or "(no output)"
@@ -255,12 +261,12 @@ def _tool_result(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]
     return [Padding(line, (0, 0, 0, 1), expand=False)]
 
 
-def _prompt_blocked(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
+def _prompt_blocked(data: Json, _: Transcript) -> list[RenderableType]:
     return [error(f"Prompt blocked: {_string(data.get('reason'))}")]
 
 
-def _turn_end(data: Mapping[str, Any], _: Transcript) -> list[RenderableType]:
-    reason = data.get("reason")
+def _turn_end(data: Json, _: Transcript) -> list[RenderableType]:
+    reason: JsonValue = data.get("reason")
     kind = reason.get("kind") if isinstance(reason, Mapping) else None
     if kind == "error":
         failure = reason.get("failure")
@@ -288,13 +294,13 @@ HOST_RENDERERS: Mapping[str, EventRenderer] = {
 """The renderers of the host's own event types (registered from `dsh_host.builtins`)."""
 
 
-def _type_and_data(event: Any) -> tuple[Any, Any]:
+def _type_and_data(event: Event | Json) -> tuple[JsonValue, JsonValue]:
     if isinstance(event, Mapping):
         return event.get("type"), event.get("data")
     return event.type, event.data
 
 
-def _plugin_of(source: Any) -> str | None:
+def _plugin_of(source: object) -> str | None:
     """None for the user (or a missing source), else the plugin name or kind, escaped."""
     if not isinstance(source, Mapping) or source.get("kind") in (None, "user"):
         return None
@@ -302,7 +308,7 @@ def _plugin_of(source: Any) -> str | None:
     return display_inline_text(_string(name))
 
 
-def _string(value: Any) -> str:
+def _string(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 

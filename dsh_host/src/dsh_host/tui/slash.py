@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.asyncs import resolve
 from dsh_host.text import JS_WHITESPACE, js_trim
@@ -136,14 +136,14 @@ def start_command(ui: SlashCommandUI, commands: SlashCommands, text: str) -> Awa
     return None
 
 
-async def _finish(ui: SlashCommandUI, name: str, result: Awaitable[Any]) -> None:
+async def _finish(ui: SlashCommandUI, name: str, result: Awaitable[object]) -> None:
     try:
         _show(ui, await resolve(result))
     except Exception as exc:  # noqa: BLE001 - see start_command
         _failed(ui, name, exc)
 
 
-def _show(ui: SlashCommandUI, result: Any) -> None:
+def _show(ui: SlashCommandUI, result: object) -> None:
     if isinstance(result, str):
         ui.notice(result)
 

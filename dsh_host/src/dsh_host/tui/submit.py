@@ -15,10 +15,16 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.errors import DshError
 from dsh_host.text import js_trim
+
+if TYPE_CHECKING:
+    from dsh_host.agent.agent import Agent
+    from dsh_host.agent.composition import Composition
+    from dsh_host.agent.tickets import Ticket
+    from dsh_host.hookspecs import Json
 
 log = logging.getLogger("dsh.tui")
 
@@ -35,8 +41,8 @@ class Editor(Protocol):
 class Steered:
     """A message that went in as steering of a running turn (what the UI's badge shows)."""
 
-    content: list[Any]
-    ticket: Any
+    content: list[Json]
+    ticket: Ticket
     """What `agent.steer` returned: a `Ticket`, resolved when its turn ends or it is dropped."""
 
 
@@ -46,7 +52,7 @@ class _Pending:
     signal: asyncio.Event
 
 
-def agent_id(agent: Any) -> str:
+def agent_id(agent: Agent) -> str:
     """The id of `agent`'s session (the id the user sees)."""
     session = getattr(agent, "session", None)
     return session.header.id if session is not None else agent.id
@@ -63,7 +69,7 @@ class Submitter:
         self,
         editor: Editor,
         *,
-        agent: Callable[[], Any],
+        agent: Callable[[], Agent],
         run_command: Callable[[str], None],
         notify_error: Callable[[str], None],
         on_change: Callable[[], None] = lambda: None,
@@ -121,7 +127,7 @@ class Submitter:
         if self._pending is not None:
             self._pending.signal.set()
 
-    async def _compose_and_dispatch(self, agent: Any, text: str, pending: _Pending) -> None:
+    async def _compose_and_dispatch(self, agent: Agent, text: str, pending: _Pending) -> None:
         try:
             composition = await agent.compose(text, signal=pending.signal)
         except Exception as exc:  # noqa: BLE001 - every failure is reported the same way
@@ -146,7 +152,7 @@ class Submitter:
         if not self._editor.text:
             self._editor.text = value
 
-    def _dispatch(self, composition: Any) -> None:
+    def _dispatch(self, composition: Composition) -> None:
         # Send versus steer is decided now, after composing, not when Enter was pressed.
         agent = self._agent()
         status = agent.status
@@ -167,6 +173,6 @@ class Submitter:
             self._on_steered(Steered(content, result))
 
 
-def _log_failure(future: asyncio.Future[Any]) -> None:
+def _log_failure(future: asyncio.Future[object]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.warning("message delivery failed", exc_info=future.exception())

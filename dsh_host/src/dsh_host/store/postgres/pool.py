@@ -59,7 +59,7 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
 
 def check_role(conn: psycopg.Connection) -> str:
     """The connecting role's name (the principal); refused when it bypasses row-level security."""
-    role, superuser, bypass = conn.execute(
+    role, superuser, bypass = conn.execute(  # type: ignore[misc]  # the role's own row: always one
         "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
     ).fetchone()
     if superuser or bypass:

@@ -7,7 +7,7 @@ connecting role is, to these reads, not stored.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
@@ -60,7 +60,7 @@ def read_header(conn: psycopg.Connection, session_id: str) -> SessionHeader:
 
 def read_title(conn: psycopg.Connection, session_id: str) -> StoredTitle | None:
     title, raw, seq, time = _session_row(conn, session_id, "title, title_raw, title_seq, title_time")
-    return None if title is None and raw is None else StoredTitle(from_postgres(title, raw), seq, time)
+    return None if title is None and raw is None else StoredTitle(cast(str, from_postgres(title, raw)), seq, time)
 
 
 def sharing(conn: psycopg.Connection, session_id: str) -> tuple[str, str | None]:

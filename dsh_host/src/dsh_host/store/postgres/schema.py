@@ -151,7 +151,7 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 
 def schema_version(conn: psycopg.Connection) -> int | None:
     """The stored schema version, or None when the database has no dsh schema."""
-    if conn.execute("SELECT to_regclass('dsh.meta')").fetchone()[0] is None:
+    if conn.execute("SELECT to_regclass('dsh.meta')").fetchone()[0] is None:  # type: ignore[index]  # one row
         return None
     row = conn.execute("SELECT value FROM dsh.meta WHERE key = 'schema_version'").fetchone()
     return None if row is None else int(row[0])

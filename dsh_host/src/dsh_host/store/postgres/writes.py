@@ -76,7 +76,7 @@ def share(conn: psycopg.Connection, session_id: str, role: str | None) -> None:
     """Let members of `role` read the session (None: nobody but its owner); owner only."""
     if _owned_for_update(conn, session_id) is None:
         raise SessionNotFound(session_id)
-    if role is not None and conn.execute("SELECT to_regrole(%s)", (_quoted_role(role),)).fetchone()[0] is None:
+    if role is not None and conn.execute("SELECT to_regrole(%s)", (_quoted_role(role),)).fetchone()[0] is None:  # type: ignore[index]
         raise StoreError(f"role {role!r} does not exist")
     conn.execute(
         "UPDATE dsh.sessions SET reader = %s::regrole WHERE id = %s",
@@ -122,7 +122,7 @@ def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int 
 def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord: int) -> None:
     """Insert a batch's event rows, then update the surface and session rows."""
     conn.execute(_INSERT_EVENTS, (pk, list(range(batch.first, batch.last + 1)), batch.lines()))
-    appended: list[tuple[Any, ...]] = []
+    appended: list[tuple[object, ...]] = []
     raw_text = False
     for event in batch.nodes:
         op = event.surface_op
@@ -135,7 +135,7 @@ def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord
         # A replace may shadow nodes appended earlier in this batch: write those first.
         _insert_surface(conn, pk, appended)
         appended = []
-        lo, hi = conn.execute(
+        lo, hi = conn.execute(  # type: ignore[misc]  # an aggregate: always one row
             "SELECT min(ord) FILTER (WHERE seq = %s), min(ord) FILTER (WHERE seq = %s) FROM dsh.surface "
             "WHERE session_pk = %s AND seq IN (%s, %s)",
             (op["start"], op["end"], pk, op["start"], op["end"]),
@@ -146,7 +146,7 @@ def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord
         _insert_surface(conn, pk, [(lo, event.seq, *fields)])
     _insert_surface(conn, pk, appended)
     updates = "next_seq = %s, next_ord = %s"
-    params: list[Any] = [batch.last + 1, next_ord]
+    params: list[object] = [batch.last + 1, next_ord]
     if batch.title is not None:
         title, seq, time = batch.title
         updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s, title_folded = %s"
@@ -157,7 +157,7 @@ def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord
     conn.execute(f"UPDATE dsh.sessions SET {updates} WHERE pk = %s", (*params, pk))
 
 
-def _surface_fields(event: Event) -> tuple[Any, ...]:
+def _surface_fields(event: Event) -> tuple[object, ...]:
     """A surface node's (type, source_kind, source_plugin, text, raw) columns."""
     text = surface_text(event.type, event.data)
     if fits_postgres(text):
@@ -165,7 +165,7 @@ def _surface_fields(event: Event) -> tuple[Any, ...]:
     return (None, None, None, None, pack_fields(text))
 
 
-def _insert_surface(conn: psycopg.Connection, pk: int, nodes: list[tuple[Any, ...]]) -> None:
+def _insert_surface(conn: psycopg.Connection, pk: int, nodes: list[tuple[object, ...]]) -> None:
     if nodes:
         conn.execute(_INSERT_SURFACE, (pk, *map(list, zip(*nodes, strict=True))))
 

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
@@ -286,20 +286,20 @@ def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord
         )
 
 
-def _event_values(batch: rows.Batch, base: int) -> list[Any]:
+def _event_values(batch: rows.Batch, base: int) -> list[object]:
     """The `events` rows' values, one row after another (key, type, line), keys from `base`."""
-    kinds: list[Any] = batch.kinds
+    kinds: list[Any] = batch.kinds  # str, or bytes once a lone surrogate is in one
     if not all(map(str.isascii, kinds)):
         kinds = list(map(to_sqlite, kinds))  # a lone surrogate makes a type bytes
     lines = batch.lines()
-    values: list[Any] = [None] * (3 * len(lines))
+    values: list[object] = [None] * (3 * len(lines))
     values[0::3] = range(base | batch.first, base | (batch.last + 1))
     values[1::3] = kinds
     values[2::3] = lines
     return values
 
 
-def _insert_events(conn: sqlite3.Connection, values: list[Any]) -> None:
+def _insert_events(conn: sqlite3.Connection, values: list[object]) -> None:
     """Insert event rows given as one flat list of their values (see `_event_values`)."""
     at, end = 0, len(values)
     for size, statement in _INSERT_EVENTS:
@@ -334,7 +334,7 @@ def _write_surface(conn: sqlite3.Connection, pk: int, nodes: Sequence[Event], ne
     return next_ord
 
 
-def _surface_row(event: Event) -> tuple[Any, ...]:
+def _surface_row(event: Event) -> tuple[str | bytes | None, ...]:
     """A surface node's (type, source_kind, source_plugin, text) columns."""
     text = surface_text(event.type, event.data)
     return (text.type, to_sqlite(text.source_kind), to_sqlite(text.source_plugin), to_sqlite(text.text))
@@ -354,7 +354,7 @@ def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tup
     row = conn.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (encode(session_id),)).fetchone()
     if row is None:
         raise SessionNotFound(session_id)
-    return row
+    return cast("tuple[Any, ...]", row)
 
 
 def _surface_texts(conn: sqlite3.Connection, session_id: str) -> SurfaceTexts:
