@@ -235,7 +235,7 @@ def _compact(value: JsonValue) -> str:
 
 def _seqs_json(seqs: JsonValue) -> str:
     """`_compact(seqs)` for a list of seqs: an assistant message lists every chunk of its step,
-    and the fast encoder spells integers as the standard one does, about ten times sooner. Any
+    and the fast encoder spells integers as the standard one does, about ten times sooner. Every
     other number (a float, a bool, an integer past 64 bits) takes the standard path."""
     try:
         text = FAST_DUMPS(seqs).decode()
