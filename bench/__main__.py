@@ -8,7 +8,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODULES = ["retention", "store", "search", "agent", "session_reference", "acp", "postgres", "sources", "startup"]
+MODULES = [
+    "retention",
+    "store",
+    "search",
+    "agent",
+    "session_reference",
+    "acp",
+    "mcp",
+    "postgres",
+    "sources",
+    "startup",
+]
 
 
 def main(argv: list[str]) -> int:

@@ -128,9 +128,10 @@ def list_sessions_figure(database: Any, workdir: Path) -> Figure:
         # Rows exactly as the store writes them, made in one statement rather than 10,000 flushes.
         admin.execute(
             "INSERT INTO dsh.sessions (id, owner, created_at, cwd, header, next_seq, next_ord, title, title_seq, "
-            "title_time) SELECT convert_to('session-' || lpad(g::text, 5, '0'), 'UTF8'), %s, "
+            "title_time, last_activity_at) SELECT convert_to('session-' || lpad(g::text, 5, '0'), 'UTF8'), %s, "
             "1700000000000 + g * 1000, '/work/p' || (g %% 50), '{}', 3, 1, "
-            "'Refactor module ' || g || ' and its tests', 2, 0 FROM generate_series(0, %s - 1) g",
+            "'Refactor module ' || g || ' and its tests', 2, 0, 1700000000500 + g * 1000 "
+            "FROM generate_series(0, %s - 1) g",
             (database.user, count),
         )
         admin.execute("ANALYZE")
@@ -138,7 +139,8 @@ def list_sessions_figure(database: Any, workdir: Path) -> Figure:
         query = bench.host.services.session_query
 
         def bare() -> None:
-            assert len(bench.conn.execute("SELECT id, cwd, created_at, title FROM dsh.sessions").fetchall()) == count
+            rows = bench.conn.execute("SELECT id, cwd, created_at, title, last_activity_at FROM dsh.sessions")
+            assert len(rows.fetchall()) == count
 
         def listing() -> None:
             records = bench.run(query.list_sessions())
@@ -151,7 +153,7 @@ def list_sessions_figure(database: Any, workdir: Path) -> Figure:
         baseline=baseline,
         target=3.0,
         note="session_query.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, "
-        "title, same role under RLS",
+        "title, last_activity_at, same role under RLS",
     )
 
 

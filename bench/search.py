@@ -60,7 +60,7 @@ def build(path: Path, sessions: int, seed: int) -> SqliteSessionStore:
             header = f'{{"type":"session","version":0,"id":"session-{i:06d}","createdAt":{i}}}'
             session_rows.append(
                 (pk, f"session-{i:06d}".encode(), i, f"/work/p{i % 100}", header, 2 * MESSAGES, MESSAGES,
-                 f"Refactor module {i}")
+                 f"Refactor module {i}", i)
             )  # fmt: skip
             for ord_ in range(MESSAGES):
                 words = rng.choices(VOCABULARY, k=WORDS)
@@ -72,8 +72,8 @@ def build(path: Path, sessions: int, seed: int) -> SqliteSessionStore:
                 surface_rows.append((pk, ord_, 2 * ord_, kind, source, None, " ".join(words)))
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
-            "INSERT INTO sessions (pk, id, created_at, cwd, header, next_seq, next_ord, title) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (pk, id, created_at, cwd, header, next_seq, next_ord, title, last_activity_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             session_rows,
         )
         conn.executemany(

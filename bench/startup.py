@@ -11,7 +11,7 @@ load drifting on a shared machine weighs on all alike), and each figure is a med
 - `startup_entry_points` (report): the floor against the same process without reading the
   entry points, so the share of the floor that discovery costs.
 - `startup_<server>_initialize` (report): from spawning `dsh <server>` (a protocol server on
-  stdio, such as `dsh acp`) to its answer to `initialize`.
+  stdio: `dsh acp`, `dsh mcp`) to its answer to `initialize`.
 - `startup_<server>_sdk_import` (report): the part of that time spent importing the protocol's
   SDK, from `-X importtime` runs of the same exchange (value: the SDK's import time; baseline:
   spawn to answer in those runs, which importtime slows alike; the ratio is the SDK's share).
@@ -69,6 +69,20 @@ PROTOCOL_SERVERS = (
             "id": 0,
             "method": "initialize",
             "params": {"protocolVersion": 1, "clientCapabilities": {}},
+        },
+    ),
+    ProtocolServer(
+        command="mcp",
+        sdk="mcp",
+        initialize={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
         },
     ),
 )

@@ -96,6 +96,7 @@ class NotesSource:
         limit: int,
         cancel: threading.Event | None = None,
         score: BodyScorer | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         terms = SearchQuery(query)
         rows: list[CandidateRow] = []
@@ -110,7 +111,7 @@ class NotesSource:
                 relevance = (score(query, [text]) or [0.0])[0] if score is not None else 0.0
                 snippet = terms.snippet(text)
                 rows.append(CandidateRow(header.id, header.created_at, header.cwd, title, snippet, relevance))
-        return sorted(rows, key=lambda row: terms.rank_key(row, target_cwd))[:limit]
+        return sorted(rows, key=lambda row: terms.rank_key(row, target_cwd, group_by_cwd))[:limit]
 
     def check(self, session_id: str | None = None) -> list[SourceFileReport]:
         return []  # every note is read whole: no line is ever skipped

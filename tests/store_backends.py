@@ -56,6 +56,11 @@ class SqliteBackend:
     def keyed(self, access: str) -> bool:
         return access.startswith("SEARCH") and "TEMP B-TREE" not in access
 
+    def index_ordered(self, store: SqliteSessionStore, traced: list[tuple[str, Any]], index: str) -> bool:
+        """Whether every traced SELECT reads its rows through `index`, in its order (no sort)."""
+        plans = self.table_accesses(store, traced)
+        return bool(plans) and all(f"INDEX {index}" in step and "TEMP B-TREE" not in step for step in plans)
+
     def corrupt_lines(self, store: SqliteSessionStore, session_id: str, seqs: list[int]) -> None:
         conn = sqlite3.connect(store.path)
         (pk,) = conn.execute("SELECT pk FROM sessions").fetchone()
@@ -108,6 +113,22 @@ class PostgresBackend:
         # A bitmap heap scan fetches exactly the rows its index scan found.
         return access.startswith(("Index Scan ", "Index Only Scan ", "Bitmap Heap Scan "))
 
+    def index_ordered(self, store: Any, traced: list[tuple[str, Any]], index: str) -> bool:
+        """Whether every traced SELECT on a session table is a scan of `index` under a limit, with no sort."""
+        import psycopg
+
+        plans = []
+        with psycopg.connect(self.database.dsn(), autocommit=True) as conn:
+            for statement, params in traced:
+                if statement.lstrip().upper().startswith("SELECT") and "dsh.sessions" in statement:
+                    (plan,) = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+                    plans.append(plan[0]["Plan"])
+        return bool(plans) and all(
+            plan["Node Type"] == "Limit"
+            and [(n["Node Type"], n.get("Index Name")) for n in _nodes(plan)[1:]] == [("Index Scan", index)]
+            for plan in plans
+        )
+
     def corrupt_lines(self, store: Any, session_id: str, seqs: list[int]) -> None:
         with self.database.admin() as conn:
             conn.execute(
@@ -122,8 +143,8 @@ class PostgresBackend:
         with self.database.admin() as conn:
             conn.execute("SET session_replication_role = replica")  # rows of a role that is not there
             conn.execute(
-                "INSERT INTO dsh.sessions (id, owner, created_at, header, next_seq, next_ord) "
-                "SELECT int4send(g), 'nobody', 0, '{}', 0, 0 FROM generate_series(1, 1000) g"
+                "INSERT INTO dsh.sessions (id, owner, created_at, header, next_seq, next_ord, last_activity_at) "
+                "SELECT int4send(g), 'nobody', 0, '{}', 0, 0, 0 FROM generate_series(1, 1000) g"
             )
             (pk,) = conn.execute("SELECT pk FROM dsh.sessions WHERE id = int4send(1)").fetchone()
             conn.execute("INSERT INTO dsh.events SELECT %s, g, '{}' FROM generate_series(0, %s - 1) g", (pk, events))
@@ -133,6 +154,11 @@ class PostgresBackend:
                 (pk, events // 2),
             )
             conn.execute("ANALYZE")
+
+
+def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A plan node and every node below it, depth first."""
+    return [node, *(below for child in node.get("Plans", ()) for below in _nodes(child))]
 
 
 def _accesses(node: dict[str, Any]) -> Iterator[str]:

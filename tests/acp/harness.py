@@ -1,20 +1,17 @@
 """Helpers for the `dsh acp` tests: a scripted host, an in-process SDK client, a `dsh acp` process.
 
 The in-process client is the SDK's own client side over a socket pair; every frame it receives
-is recorded in order. The subprocess helpers run the real `dsh acp` with a hermetic environment
-(DSH_HOME, config dirs and HOME in a temp dir, the scripted model playing a script file).
+is recorded in order. The subprocess helpers read what a real `dsh acp` (run in the hermetic
+environment of `tests.processes`) stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import socket
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,15 +20,9 @@ import acp
 
 from dsh_host import Config, Event, Host, SqliteSessionStore
 from dsh_host.acp.server import AcpServer
+from tests.processes import write_script
 
 SQLITE_FILE = "sessions.sqlite3"
-
-
-def write_script(directory: Path, entries: Sequence[Any]) -> Path:
-    """A scripted-model script file (JSON) under `directory`."""
-    path = directory / "script.json"
-    path.write_text(json.dumps(list(entries)), encoding="utf-8")
-    return path
 
 
 def acp_host(tmp_path: Path, entries: Sequence[Any], *, plugins: Sequence[str] = ()) -> Host:
@@ -125,28 +116,6 @@ def data_of(events: Sequence[Event], type: str) -> list[Any]:
 # --- subprocesses -------------------------------------------------------------------------------
 
 
-def dsh_command() -> list[str]:
-    """`dsh` as installed beside this interpreter."""
-    return [str(Path(sys.executable).with_name("dsh"))]
-
-
-def hermetic_env(tmp_path: Path, entries: Sequence[Any] | None = None, **extra: str) -> dict[str, str]:
-    """An environment for `dsh acp` (and acpx) that keeps everything under `tmp_path`."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("DSH_")}
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        DSH_HOME=str(tmp_path / "dsh"),
-    )
-    if entries is not None:
-        env["DSH_SCRIPT"] = str(write_script(tmp_path, entries))
-    env.update(extra)
-    return env
-
-
 def store_events(tmp_path: Path) -> dict[str, list[Event]]:
     """Every session's durable events in the hermetic store (`DSH_HOME`), by session id."""
     path = tmp_path / "dsh" / SQLITE_FILE
@@ -172,12 +141,3 @@ def wait_for_logged(tmp_path: Path, type: str, *, count: int = 1, timeout: float
                 return session_id
         time.sleep(0.02)
     raise AssertionError(f"no session stored {count} {type} events within {timeout} s")
-
-
-def frames_of(text: str) -> Iterator[dict[str, Any]]:
-    """Every line of `text` as a JSON-RPC 2.0 frame; fails on a line that is not one."""
-    for line in text.splitlines():
-        frame = json.loads(line)
-        assert frame.get("jsonrpc") == "2.0", line
-        assert "method" in frame or "result" in frame or "error" in frame, line
-        yield frame

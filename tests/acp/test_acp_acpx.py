@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.acp.harness import dsh_command, hermetic_env, store_events, turn_ends, wait_for_logged
+from tests.acp.harness import store_events, turn_ends, wait_for_logged
+from tests.processes import dsh_command, hermetic_env
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 BIN = Path(os.environ.get("DSH_ACP_NODE_BIN") or NODE_DIR / "node_modules" / ".bin")

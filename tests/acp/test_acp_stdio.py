@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.acp.harness import dsh_command, frames_of, hermetic_env, store_events, turn_ends, wait_for_logged
+from tests.acp.harness import store_events, turn_ends, wait_for_logged
+from tests.processes import dsh_command, frames_of, hermetic_env
 
 ANSWER = [{"text": "Hello from dsh"}]
 

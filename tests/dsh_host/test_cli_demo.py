@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_host.cli.demo import DemoError, find_service, required_services
+from dsh_host.cli.demo import DemoError, required_services
 
 
 class Mentions:
@@ -44,4 +44,4 @@ def test_any_service_under_any_name_that_provides_the_capability_serves(make_hos
         host.services.register("my-mentions", Mentions())
         compactor, mentions = required_services(host)
         assert isinstance(compactor, Compactor) and isinstance(mentions, Mentions)
-        assert find_service(host, type(None)) is None
+        assert host.services.providing(type(None)) is None

@@ -219,6 +219,7 @@ def test_list_and_show(dsh_cli, tmp_path, log_builder):
             "createdAt": 1000,
             "cwd": "/w",
             "title": "Greeting \x1b]0;x\x07",
+            "lastActivityAt": 0,  # the time of its last event (a test log's events are at 0)
             "live": False,
             "persisted": True,
         }

@@ -183,12 +183,14 @@ async def test_list_sessions_overlays_live_sessions_newest_first(host, log_build
         ("tie-b", False, True, "tie-b"),
         ("old", False, True, "old"),
     ]
-    assert records[1] == SessionRecord("live-only", 2, "/live", "in memory", live=True, persisted=False)
+    # Last active at its last event's time (here a title's time is its seq).
+    assert records[1] == SessionRecord("live-only", 2, "/live", "in memory", 0, live=True, persisted=False)
     assert record_json(records[0]) == {
         "id": "both",
         "createdAt": 3,
         "cwd": "/both",
         "title": "newer, unflushed",
+        "lastActivityAt": 1,
         "live": True,
         "persisted": True,
     }
@@ -196,6 +198,28 @@ async def test_list_sessions_overlays_live_sessions_newest_first(host, log_build
     assert [(r.id, r.live, r.persisted) for r in await query.list_sessions()][1] == ("live-only", True, True)
     host.sessions.forget("live-only")
     assert [(r.id, r.live, r.persisted) for r in await query.list_sessions()][1] == ("live-only", False, True)
+
+
+async def test_pages_of_the_listing_merge_live_sessions_as_the_whole_listing_does(host, log_builder):
+    L = log_builder
+    query = host.services.session_query
+    for sid, created in (("old", 1), ("both", 3), ("tie-b", 2), ("tie-a", 2), ("new", 5)):
+        host.store.append(SessionHeader(id=sid, created_at=created, cwd=f"/{sid}"), L.events([_title(L, 0, sid)]))
+    for sid, created in (("live-a", 2), ("live-z", 2), ("live-new", 6), ("live-old", 0)):
+        host.sessions.create("/live", sid, created_at=created).append_raw(_title(L, 0, f"title of {sid}"))
+    (await host.sessions.resume("both")).append_raw(_title(L, 1, "newer, unflushed"))
+
+    whole = await query.list_sessions()
+    assert [r.id for r in whole] == ["live-new", "new", "both", "live-a", "live-z", "tie-a", "tie-b", "old", "live-old"]
+    for limit in range(1, len(whole) + 2):
+        pages: list[SessionRecord] = []
+        while True:
+            page = await query.list_sessions_page(limit, (pages[-1].created_at, pages[-1].id) if pages else None)
+            assert len(page) <= limit
+            pages.extend(page)
+            if len(page) < limit:
+                break
+        assert pages == whole
 
 
 async def test_list_sessions_of_an_empty_store(host):

@@ -19,7 +19,8 @@ DAY_MS = 86_400_000
 
 
 def store_chat(host, session_id: str, cwd: str | None, created_at: float, prompt: str, title: str | None = None):
-    session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd))
+    # Its events happen five minutes after it was created.
+    session = Session(SessionHeader(id=session_id, created_at=created_at, cwd=cwd), clock=lambda: created_at + 300_000)
     content = [{"type": "text", "text": prompt}]
     session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
     if title is not None:
@@ -57,9 +58,17 @@ def test_search_with_cwd_limit_and_json(dsh_cli, stored):
             "title": None,
             "cwd": "/else",
             "createdAt": 3 * DAY_MS,
+            "lastActivityAt": 3 * DAY_MS + 300_000,
             "snippet": "the migration bug, seen elsewhere",
         },
-        {"id": "named", "title": "Migration plan", "cwd": None, "createdAt": DAY_MS, "snippet": None},
+        {
+            "id": "named",
+            "title": "Migration plan",
+            "cwd": None,
+            "createdAt": DAY_MS,
+            "lastActivityAt": DAY_MS + 300_000,
+            "snippet": None,
+        },
     ]
 
 

@@ -6,6 +6,7 @@ The source here is the documented minimal one (`examples/notes_source.py`): a fo
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,49 @@ def test_without_the_store_scale_body_matches_interleave_by_position():
     merged = merge_candidates(store_rows, [source_rows], None, scored=False)
     assert [r.id for r in merged] == ["n1", "s1", "n2", "s2"]  # ties by id within a position
     assert [r.score for r in by_position(source_rows)] == [0.0, 1.0]
+
+
+def test_pages_of_the_listing_walk_store_live_and_source_sessions_in_one_order(host, notes, log_builder):
+    L = log_builder
+    os.utime(notes / "a.md", ns=(0, 4_000_000))  # created at 4 ms, between the stored sessions
+    os.utime(notes / "b.md", ns=(0, 2_000_000))
+    for i, created in enumerate((1, 2, 3, 5, 6)):
+        host.store.import_log(L.header(f"dsh-{i}", created_at=created), L.events([L.user(0, "stored")]))
+    host.sessions.create("/w", "live", created_at=2)  # live only: ties with a note and a stored one
+    query = host.services.session_query
+    listing = run(query.list_sessions())
+    assert [(r.id, r.source) for r in listing][:4] == [
+        ("dsh-4", None),
+        ("dsh-3", None),
+        ("notes:a.md", "notes"),
+        ("dsh-2", None),
+    ]
+    assert [r.last_activity_at is not None for r in listing] == [r.source is None for r in listing]
+    for limit in (1, 2, 3, len(listing)):
+        walked: list = []
+        while True:
+            key = (walked[-1].created_at, walked[-1].id) if walked else None
+            page = run(query.list_sessions_page(limit, key))
+            walked.extend(page)
+            if len(page) < limit:
+                break
+        assert walked == listing
+
+
+def test_without_cwd_groups_store_and_source_rank_by_match_then_newest(host, notes, log_builder):
+    L = log_builder
+    os.utime(notes / "a.md", ns=(0, 9_000_000))
+    host.store.import_log(L.header("parser-no-cwd", created_at=1, cwd=None), L.events([L.user(0, "hello")]))
+    host.store.import_log(L.header("parser-here", created_at=2, cwd="/here"), L.events([L.user(0, "hello")]))
+    query = host.services.session_query
+
+    def ids(**kwargs) -> list[str]:
+        return [row.id for row in run(query.search_candidates("pars", target_id=None, limit=10, **kwargs))]
+
+    assert ids(target_cwd=None) == ["parser-no-cwd", "notes:a.md", "parser-here"]  # cwd-less first
+    assert ids(target_cwd="/here") == ["parser-here", "parser-no-cwd", "notes:a.md"]
+    for target_cwd in (None, "/here"):
+        assert ids(target_cwd=target_cwd, group_by_cwd=False) == ["notes:a.md", "parser-here", "parser-no-cwd"]
 
 
 def test_a_host_without_sources_behaves_as_before(make_host, log_builder):

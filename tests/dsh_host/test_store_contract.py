@@ -233,6 +233,88 @@ def test_listing_reads_no_log(store_backend, store, log_builder):
     assert statements and not any("events" in s or "surface" in s for s in statements)
 
 
+# -- last activity and the listing a page at a time -------------------------------------------------
+
+
+def _at(L, type, seq, time, **kwargs):
+    return L.raw(type, seq, time=time, **kwargs)
+
+
+def test_last_activity_is_the_time_of_the_last_stored_event(store, log_builder):
+    L = log_builder
+    header = SessionHeader(id="s", created_at=5, cwd="/w")
+    store.append(header, L.events([_at(L, "turn/start", 0, 10), _at(L, "assistant/chunk", 1, 12)]))
+    assert store.list_sessions()[0].last_activity_at == 12
+    # A later batch, with a title (a different write) and an event older than the one before it.
+    store.append(header, L.events([_title(L, 2, "walrus talk", time=30), _at(L, "assistant/chunk", 3, 20)]))
+    store.import_log(SessionHeader(id="imported", created_at=6), L.events([_at(L, "turn/start", 0, 40)]))
+    store.import_log(SessionHeader(id="empty", created_at=7), [])
+
+    expected = {"s": 20, "imported": 40, "empty": 7}  # no event yet: its creation time
+    assert {row.id: row.last_activity_at for row in store.list_sessions()} == expected
+    assert {row.id: row.last_activity_at for row in store.list_sessions_page(10)} == expected
+    found = store.search_candidates("", target_id=None, target_cwd=None, limit=10)
+    assert {row.id: row.last_activity_at for row in found} == expected
+    (named,) = store.search_candidates("walrus", target_id=None, target_cwd=None, limit=10)
+    assert (named.id, named.last_activity_at) == ("s", 20)
+
+
+def walk_listing(store, limit: int) -> list:
+    """The whole listing read a page of `limit` at a time, each page after the last row of the one before."""
+    rows: list = []
+    while True:
+        page = store.list_sessions_page(limit, (rows[-1].created_at, rows[-1].id) if rows else None)
+        assert len(page) <= limit
+        rows.extend(page)
+        if len(page) < limit:
+            return rows
+
+
+LISTED = [("old", 1), ("b", 7), ("B", 7), ("a", 7), ("é", 7), ("\ud800", 7), ("", 7), ("new", 9), ("mid", 5.5)]
+
+
+def test_pages_walk_the_listing_and_start_after_any_key(store, log_builder):
+    L = log_builder
+    for sid, created in LISTED:
+        store.append(SessionHeader(id=sid, created_at=created, cwd=f"/w/{sid}"), L.events([_title(L, 0, sid)]))
+    listing = store.list_sessions()
+    assert [row.id for row in listing] == ["new", "", "B", "a", "b", "é", "\ud800", "mid", "old"]
+    for limit in (1, 2, 3, len(LISTED), 100):
+        assert walk_listing(store, limit) == listing
+    assert store.list_sessions_page(2) == listing[:2]
+    assert store.list_sessions_page(2, (7, "B")) == listing[3:5]  # a key of a stored session
+    assert store.list_sessions_page(3, (7, "Z")) == listing[3:6]  # or of none: where it would sit
+    assert store.list_sessions_page(9, (8, "")) == listing[1:]
+    assert store.list_sessions_page(9, (1, "old")) == store.list_sessions_page(9, (0, "")) == []
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sessions=st.lists(st.tuples(st.text(max_size=6), st.sampled_from([0, 1, 2.5, 2**53 - 1])), max_size=8),
+    limit=st.integers(1, 7),
+)
+def test_pages_of_any_size_walk_any_listing(shared_store, log_builder, sessions, limit):
+    L = log_builder
+    for sid, created in sessions:
+        header = SessionHeader(id=f"{fresh_id('p')}:{sid}", created_at=created)
+        shared_store.append(header, L.events([L.raw("turn/start", 0)]))
+    assert walk_listing(shared_store, limit) == shared_store.list_sessions()
+
+
+def test_a_page_reads_its_rows_in_the_order_of_the_newest_first_index(store_backend, store, log_builder):
+    L = log_builder
+    for i in range(40):
+        store.append(SessionHeader(id=f"s{i:02}", created_at=i // 2), L.events([L.raw("turn/start", 0)]))
+    store_backend.pad(10)  # tables of a real size, so the plan is the one a team's server runs
+    with store_backend.trace(store) as traced:
+        first = store.list_sessions_page(5)
+        later = store.list_sessions_page(5, (first[-1].created_at, first[-1].id))
+    assert [row.id for row in first + later] == [f"s{i:02}" for i in (38, 39, 36, 37, 34, 35, 32, 33, 30, 31)]
+    # No sort and no scan of the table: each page is the next stretch of the index, so it costs
+    # what it holds wherever in the listing it starts.
+    assert store_backend.index_ordered(store, traced, "sessions_newest_first")
+
+
 # -- reading a surface reads no log-only or shadowed rows -------------------------------------------
 
 
@@ -477,7 +559,7 @@ def test_surface_texts_titles_and_cwds_keep_any_string(store, log_builder):
     assert texts.texts == [surface_text(e.type, e.data) for e in events[:-1]]
     assert [t.source_plugin for t in texts.texts[: len(awkward)]] == awkward
     assert store.read_title("texts").title == "title \x00 \ud800"
-    assert store.list_sessions()[0] == ("texts", 0, "/w/\x00/\u2028/\udcff", "title \x00 \ud800")
+    assert store.list_sessions()[0] == ("texts", 0, "/w/\x00/\u2028/\udcff", "title \x00 \ud800", 0)
     assert store.read_events("texts") == (header, events)
 
 

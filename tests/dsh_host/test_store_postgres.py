@@ -241,7 +241,8 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
         assert init_schema(database.dsn(database.owner)) == (1, SCHEMA_VERSION)
         store = database.open()
         try:
-            assert store.list_sessions() == [("old", 5, "/w", "Old Title")]
+            # The last activity is the time of the session's last event (0 here, a test log's).
+            assert store.list_sessions() == [("old", 5, "/w", "Old Title", 0)]
             found = store.search_candidates("old ti", target_id=None, target_cwd=None, limit=5)
             assert [row.id for row in found] == ["old"]
             store.append(SessionHeader(id="old", created_at=5, cwd="/w"), log_builder.events([log_builder.user(1)]))
@@ -250,6 +251,93 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
             store.close()
     finally:
         postgres_server.drop(database.name)
+
+
+def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
+    from dsh_host.store.postgres.schema import MIGRATIONS
+
+    L = log_builder
+    database = postgres_server.database()
+    other = postgres_server.role("other")
+    try:
+        with database.admin() as conn:  # the database as dsh schema version 4 left it
+            conn.execute("DROP SCHEMA dsh CASCADE")
+            conn.execute(f"SET ROLE {database.owner}")
+            conn.execute("CREATE SCHEMA dsh")
+            for migration in MIGRATIONS[:4]:
+                conn.execute(migration)
+            conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '4')")
+            conn.execute("RESET ROLE")
+        # Sessions of two roles, written as version 4 wrote them: no last activity column.
+        for role, session_id, created, times in (
+            (database.user, "mine", 5, [10, 30, 20]),  # the last event's time, not the latest
+            (other, "theirs", 6, [40]),  # a role the upgrade cannot see as: filled all the same
+            (database.user, "empty", 7, []),  # no event: its creation time
+            (database.user, "broken", 8, [50]),  # an unreadable last line: its creation time too
+        ):
+            with psycopg.connect(database.dsn(role), autocommit=True) as conn:
+                header = f'{{"type":"session","version":0,"id":"{session_id}","createdAt":{created}}}'
+                (pk,) = conn.execute(
+                    "INSERT INTO dsh.sessions (id, created_at, header, next_seq, next_ord) "
+                    "VALUES (%s, %s, %s, %s, 0) RETURNING pk",
+                    (session_id.encode(), created, header, len(times)),
+                ).fetchone()
+                lines = [L.events([L.raw("turn/start", seq, time=t)])[0].to_line() for seq, t in enumerate(times)]
+                if session_id == "broken":
+                    lines[-1] = "{corrupt"
+                for seq, line in enumerate(lines):
+                    conn.execute("INSERT INTO dsh.events VALUES (%s, %s, %s)", (pk, seq, line))
+        with pytest.raises(StoreUnavailable, match="older than this dsh"):
+            database.open()
+        assert init_schema(database.dsn(database.owner)) == (4, SCHEMA_VERSION)
+        for role, expected in ((database.user, {"broken": 8, "empty": 7, "mine": 20}), (other, {"theirs": 40})):
+            store = database.open(role)
+            try:
+                assert {row.id: row.last_activity_at for row in store.list_sessions()} == expected
+            finally:
+                store.close()
+        store = database.open()
+        try:  # the column is written from now on
+            store.append(SessionHeader(id="empty", created_at=7), L.events([L.raw("turn/start", 0, time=60)]))
+            assert store.list_sessions_page(1) == [("broken", 8, None, None, 8)]
+            assert store.list_sessions_page(1, (8, "broken")) == [("empty", 7, None, None, 60)]
+        finally:
+            store.close()
+    finally:
+        postgres_server.drop(database.name)
+
+
+def test_once_the_server_is_back_the_next_read_works_however_many_connections_went_stale(
+    postgres_server, postgres_database
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from psycopg import conninfo
+
+    from tests.proxy import Proxy
+
+    proxy = Proxy(postgres_server.host_port)
+    dsn = postgres_database.dsn()
+    role = conninfo.conninfo_to_dict(dsn)["user"]
+    (password,) = [
+        line.rsplit(":", 1)[1] for line in postgres_server.pgpass.read_text().splitlines() if f":{role}:" in line
+    ]
+    with postgres_server.pgpass.open("a") as fh:
+        fh.write(f"127.0.0.1:{proxy.port}:*:{role}:{password}\n")
+    store = PostgresSessionStore.open(conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port))
+    try:
+        store.import_log(SessionHeader(id="s", created_at=0), [])
+        with ThreadPoolExecutor(8) as pool:  # several pooled connections, all of which the outage kills
+            while store._pool._pool.get_stats()["pool_size"] < 3:
+                list(pool.map(lambda _: store.read_surface_texts(["s"]), range(32)))
+        proxy.cut()
+        with pytest.raises(StoreError, match="PostgreSQL store: "):
+            store.list_sessions()
+        proxy.restore()
+        assert [row.id for row in store.list_sessions()] == ["s"]
+    finally:
+        store.close()
+        proxy.cut()
 
 
 def test_an_ordinary_role_cannot_init_and_nothing_is_created(postgres_server):

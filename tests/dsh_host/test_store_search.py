@@ -75,6 +75,26 @@ def test_body_matches_rank_after_name_matches_within_each_cwd_group(store):
     assert ids(search(store, "migration", limit=2)) == ["same-title", "same-body"]
 
 
+def test_without_cwd_groups_name_matches_rank_first_then_newest_whatever_the_cwd(store):
+    write(store, "target", prompts=("the migration bug",))
+    write(store, "named-migration", cwd="/other", created_at=5)
+    write(store, "same-body", created_at=1, prompts=("we fixed the migration today",))
+    write(store, "same-title", created_at=2, title="Migration fix")
+    write(store, "cwdless-body", cwd=None, created_at=3, answers=("a migration",))
+    write(store, "cwdless-named", cwd=None, created_at=0, title="migration, no cwd")
+
+    for target_cwd in ("/w", None):  # the cwd asked for makes no difference
+        rows = store.search_candidates(
+            "MIGRATION", target_id="target", target_cwd=target_cwd, limit=50, group_by_cwd=False
+        )
+        assert ids(rows) == ["named-migration", "same-title", "cwdless-named", "cwdless-body", "same-body"]
+        every = store.search_candidates("", target_id=None, target_cwd=target_cwd, limit=3, group_by_cwd=False)
+        assert ids(every) == ["named-migration", "cwdless-body", "same-title"]  # newest first
+    # Grouped, as the `@` completion ranks: no cwd first when the target has none.
+    grouped = store.search_candidates("MIGRATION", target_id="target", target_cwd=None, limit=50)
+    assert ids(grouped) == ["cwdless-named", "cwdless-body", "named-migration", "same-title", "same-body"]
+
+
 def test_body_matches_rank_by_relevance_then_newest(store):
     write(store, "once", created_at=1, prompts=("deploy the parser and then lots of other words to dilute it",))
     write(store, "often", created_at=0, prompts=("parser parser parser",))

@@ -113,8 +113,18 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
     }
 
 
+def _as_version_2(path: Path) -> None:
+    """Turn a database into what schema version 2 was: no last activity."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE sessions DROP COLUMN last_activity_at")
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+
+
 def _as_version_1(path: Path) -> None:
-    """Turn a database into what schema version 1 was: no search tables or triggers."""
+    """Turn a database into what schema version 1 was: version 2 without search tables or triggers."""
+    _as_version_2(path)
     conn = sqlite3.connect(path)
     with conn:
         for kind, name in conn.execute(
@@ -126,12 +136,12 @@ def _as_version_1(path: Path) -> None:
 
 
 def _store_walruses(path: Path) -> None:
-    """Five sessions s0..s4 in cwd /w, titled "Title i", each saying "walrus number<i>"."""
+    """Five sessions s0..s4 in cwd /w, titled "Title i", each saying "walrus number<i>" at time 100 + i."""
     from dsh_host.session.session import Session
 
     store = SqliteSessionStore.open(path)
     for i in range(5):
-        session = Session(SessionHeader(id=f"s{i}", created_at=i, cwd="/w"))
+        session = Session(SessionHeader(id=f"s{i}", created_at=i, cwd="/w"), clock=lambda i=i: 100 + i)
         session.append("session/title", {"title": f"Title {i}", "messageSeqs": [], "source": {"kind": "user"}})
         content = [{"type": "text", "text": f"walrus number{i}"}]
         session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
@@ -161,11 +171,41 @@ def test_a_version_1_database_gets_the_search_indexes_on_first_open(tmp_path, mo
         assert seen == [(2, 5), (4, 5), (5, 5)]
         assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         _assert_walruses_found(store)
+        assert [row.last_activity_at for row in store.list_sessions()] == [104, 103, 102, 101, 100]
     finally:
         store.close()
     seen.clear()
     SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total))).close()
     assert seen == []  # upgraded once
+
+
+def test_a_version_2_database_gets_each_sessions_last_activity_on_first_open(tmp_path, log_builder):
+    L = log_builder
+    path = tmp_path / "sessions.sqlite3"
+    _store_walruses(path)
+    store = SqliteSessionStore.open(path)
+    store.import_log(SessionHeader(id="empty", created_at=50), [])  # no event: its creation time
+    store.append(SessionHeader(id="broken", created_at=60), L.events([L.raw("turn/start", 0, time=70)]))
+    store.close()
+    conn = sqlite3.connect(path)
+    with conn:  # an unreadable last line counts as no event: its creation time too
+        conn.execute(
+            "UPDATE events SET line = '{corrupt' WHERE key = (SELECT pk << 32 FROM sessions WHERE id = ?)", (b"broken",)
+        )
+    conn.close()
+    _as_version_2(path)
+
+    store = SqliteSessionStore.open(path)
+    try:
+        assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert [(row.id, row.last_activity_at) for row in store.list_sessions()] == [
+            ("broken", 60),
+            ("empty", 50),
+            *((f"s{i}", 100 + i) for i in reversed(range(5))),
+        ]
+        _assert_walruses_found(store)
+    finally:
+        store.close()
 
 
 class _FailingConnection(sqlite3.Connection):

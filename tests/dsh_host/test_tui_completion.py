@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -236,3 +239,9 @@ async def test_no_token_invalidates_the_file_index(workspace):
 )
 def test_iso_utc_matches_javascript(ms, iso):
     assert iso_utc(ms) == iso
+
+
+@given(st.floats(min_value=-62_135_596_800_000, max_value=253_402_300_799_999) | st.integers(-(2**40), 2**45))
+def test_iso_utc_is_the_utc_calendar_time_truncated_to_the_millisecond(ms):
+    moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=int(ms))
+    assert iso_utc(ms) == moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"

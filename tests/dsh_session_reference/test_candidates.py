@@ -258,7 +258,7 @@ async def test_label_is_the_title_even_when_empty(make_host) -> None:
 
 
 RECORD = st.builds(
-    lambda i, cwd, title, created: SessionRecord(f"s{i}", created, cwd, title, live=False, persisted=True),
+    lambda i, cwd, title, created: SessionRecord(f"s{i}", created, cwd, title, created, live=False, persisted=True),
     st.integers(0, 40),
     st.one_of(st.none(), st.sampled_from(["/a", "/b", "/A/x"])),
     st.one_of(st.none(), st.sampled_from(["", "Alpha", "beta notes", "/a"])),

@@ -16,6 +16,7 @@ from dsh_session_reference import (
     SessionReferenceInput,
     encode_uri,
     format_mention,
+    parse_reference,
     parse_text,
 )
 
@@ -148,3 +149,39 @@ def test_default_label_round_trips(session_id: str) -> None:
     parsed = parse_text(format_mention(session_id))
     assert parsed.text == "@" + session_id
     assert parsed.references == [ref(join_surrogate_pairs(session_id), session_id)]
+
+
+# --- one reference on its own: an id, a URI or one mention ----------------------------------
+
+
+@given(ANY_TEXT, ANY_TEXT)
+def test_one_mention_is_its_session_and_label(session_id: str, label: str) -> None:
+    assert parse_reference(format_mention(session_id, label)) == ref(join_surrogate_pairs(session_id), label)
+
+
+@given(ANY_TEXT)
+def test_one_uri_is_its_session_without_a_label(session_id: str) -> None:
+    assert parse_reference(encode_uri(session_id)) == SessionReferenceInput(join_surrogate_pairs(session_id))
+
+
+@given(ANY_TEXT.filter(lambda text: not text.startswith(("@[", "dsh-session:"))))
+def test_anything_else_is_a_session_id_as_given(text: str) -> None:
+    assert parse_reference(text) == SessionReferenceInput(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("dsh-session:", 'invalid session reference URI "dsh-session:"'),
+        (U + "=", f'invalid session reference URI "{U}="'),
+        (U + " and more", f'invalid session reference URI "{U} and more"'),
+        ("@[label]", 'not one session mention: "@[label]"'),
+        (f"@[a]({U}) and more", f'not one session mention: "@[a]({U}) and more"'),
+        (f"@[a]({U}", f'not one session mention: "@[a]({U}"'),
+        ("@[a](dsh-session:!!)", 'invalid session reference URI "dsh-session:!!"'),
+    ],
+)
+def test_text_that_starts_like_a_uri_or_a_mention_must_be_exactly_one(text: str, message: str) -> None:
+    with pytest.raises(SessionReferenceError) as caught:
+        parse_reference(text)
+    assert (caught.value.code, str(caught.value)) == (ErrorCode.INVALID_REFERENCE, message)

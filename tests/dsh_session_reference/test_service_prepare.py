@@ -203,6 +203,20 @@ async def test_prepare_accepts_reference_objects_and_targets_of_every_shape(
             assert prepared.to_json() == expected.to_json()
 
 
+async def test_no_target_prepares_the_same_snapshot_and_nothing_is_self_referencing(make_host) -> None:
+    host = make_host()
+    persist(host, "source", "/source", lambda s: append_raw_fixture(s, conversation()))
+    target = host.sessions.create("/target", "target")
+    service = host.services.session_references
+    expected = await service.prepare(target, [], [{"sessionId": "source"}])
+    assert (await service.prepare(None, [], [{"sessionId": "source"}])).to_json() == expected.to_json()
+    with pytest.raises(SessionReferenceError) as caught:
+        await service.prepare(target, [], [{"sessionId": "target"}])
+    assert caught.value.code == ErrorCode.SELF_REFERENCE
+    (context,) = (await service.prepare(None, [], [{"sessionId": "target"}])).contexts
+    assert [meta["sessionId"] for meta in context["meta"]["references"]] == ["target"]
+
+
 # --- nested snapshots and hostile text ------------------------------------------------------
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from dsh_host.session.events import Event, SessionHeader, SurfaceText
     from dsh_host.session.session import Session
     from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+    from dsh_host.sources.base import SessionSource
     from dsh_host.store.base import (
         CandidateRow,
         SearchCancelled,
@@ -96,6 +97,7 @@ _HOMES = {
     "CandidateRow": "dsh_host.store.base",
     "StoredTitle": "dsh_host.store.base",
     "SqliteSessionStore": "dsh_host.store.sqlite",
+    "SessionSource": "dsh_host.sources.base",
     # model and tool interfaces
     "ModelAdapter": "dsh_host.models.base",
     "ModelRequest": "dsh_host.models.base",
@@ -202,6 +204,7 @@ __all__ = [
     "SessionQuery",
     "SessionRecord",
     "SessionRow",
+    "SessionSource",
     "SessionStore",
     "SqliteSessionStore",
     "Stop",

@@ -21,7 +21,7 @@ import platformdirs
 
 from dsh_host.errors import ConfigError
 
-DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp")
+DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp", "mcp")
 """Mounted when no configuration names plugins: the standard features, where installed."""
 
 DEFAULTS: dict[str, Any] = {

@@ -497,7 +497,7 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
     Called once by the host when it first needs its sources (a listing, a search, a read of a
     source's session), on every mounted plugin. `register(name, factory)` adds a source under
     `name`, which prefixes the ids of its sessions (`<name>:<the agent's own id>`); `factory(host,
-    table)` opens and returns a `dsh_host.sources.SessionSource`, where `table` is the `[sources.<name>]`
+    table)` opens and returns a `dsh_host.SessionSource`, where `table` is the `[sources.<name>]`
     configuration table as a plain dict (empty when absent): validate it and raise
     `dsh_host.ConfigError` naming the table, key and value for a bad one. A name must be
     non-empty and hold no `:`; registering a name twice is an error. A source answers the read

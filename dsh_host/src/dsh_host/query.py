@@ -21,7 +21,7 @@ from dsh_host.session.events import SessionHeader, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.sources.ranking import merge_candidates, store_scorer
 from dsh_host.sources.registry import SessionSources
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, SessionStore
+from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, SessionStore
 from dsh_host.store.search import name_matches, name_needle
 from dsh_host.titles import latest_title
 
@@ -39,17 +39,19 @@ if TYPE_CHECKING:
 
 
 class SessionRecord(NamedTuple):
-    """A listed session: header fields, latest title, and where it lives.
+    """A listed session: header fields, latest title, last activity, and where it lives.
 
     A named tuple (immutable, fields by name) because listing builds one per session: it is
-    several times cheaper to build than a frozen dataclass. `source` names the session source
-    serving a session another agent keeps (None for dsh's own sessions).
+    several times cheaper to build than a frozen dataclass. `last_activity_at` is the time of
+    the session's last event (None when a session source does not say); `source` names the
+    session source serving a session another agent keeps (None for dsh's own sessions).
     """
 
     id: str
     created_at: int | float
     cwd: str | None
     title: str | None
+    last_activity_at: int | float | None
     live: bool
     persisted: bool
     source: str | None = None
@@ -113,38 +115,70 @@ class SessionQuery:
         rows, *by_source = await asyncio.gather(*listings)
         return self._records(rows, list(zip(sources.names, by_source, strict=True)))
 
+    async def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRecord]:
+        """At most `limit` of `list_sessions`, in its order, from the first after `after`.
+
+        `after` is the (`created_at`, `id`) of the last record of the previous page (None: from
+        the newest). A page reads only its own rows of the store (`SessionStore.list_sessions_page`);
+        a source's sessions come from its listing.
+        """
+        import asyncio
+
+        sources = self._sources()
+
+        def page_of_source(name: str) -> list[SessionRow]:
+            rows = sources.get(name).list_sessions()
+            return [row for row in rows if _after(row, after)][:limit]
+
+        pages = [asyncio.to_thread(lambda: self._store().list_sessions_page(limit, after))]
+        pages += [asyncio.to_thread(page_of_source, name) for name in sources.names]
+        rows, *by_source = await asyncio.gather(*pages)
+        live = [session for session in self._live_sessions() if _after(session.header, after)]
+        # The store's page, merged with the live sessions and source rows past the same key,
+        # holds the first `limit` of their union: any stored row past its page ranks after all
+        # of it.
+        return self._records(rows, list(zip(sources.names, by_source, strict=True)), live)[:limit]
+
     def list_sessions_now(self) -> list[SessionRecord]:
         """`list_sessions` for a synchronous caller: the store and sources are read on the calling thread."""
         sources = self._sources()
         by_source = [(name, sources.get(name).list_sessions()) for name in sources.names]
         return self._records(self._store().list_sessions(), by_source)
 
-    def _records(self, rows: list[SessionRow], by_source: list[tuple[str, list[SessionRow]]]) -> list[SessionRecord]:
-        """The store's rows, with live sessions folded in, and each source's rows: newest first."""
-        records = self._stored_records(rows)
+    def _records(
+        self,
+        rows: list[SessionRow],
+        by_source: list[tuple[str, list[SessionRow]]],
+        live: list[Session] | None = None,
+    ) -> list[SessionRecord]:
+        """The store's rows with live sessions (default: all) folded in, and each source's rows: newest first."""
+        records = self._stored_records(rows, self._live_sessions() if live is None else live)
         if not by_source:
             return records
         for name, source_rows in by_source:
-            records.extend(SessionRecord(r.id, r.created_at, r.cwd, r.title, False, False, name) for r in source_rows)
+            records.extend(
+                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name)
+                for r in source_rows
+            )
         return sorted(records, key=lambda r: (-r.created_at, r.id))
 
-    def _stored_records(self, rows: list[SessionRow]) -> list[SessionRecord]:
-        """The store's rows with the live sessions of this process folded in, newest first."""
-        live = self._live_sessions()
+    @staticmethod
+    def _stored_records(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
+        """The store's rows with the given live sessions folded in, newest first."""
         if not live:  # the store's order already is newest first, ties by id
-            flags, make = (False, True, None), SessionRecord._make
-            return [make(row + flags) for row in rows]
-        records = {r.id: SessionRecord(r.id, r.created_at, r.cwd, r.title, live=False, persisted=True) for r in rows}
+            stored, make = (False, True, None), SessionRecord._make
+            return [make(row + stored) for row in rows]
+        records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
             title = latest_title(session.events)
-            stored = records.get(session.id)
             records[session.id] = SessionRecord(
                 session.id,
                 session.header.created_at,
                 session.header.cwd,
                 title["title"] if title else None,
+                last_activity(session),
                 live=True,
-                persisted=stored is not None,
+                persisted=session.id in records,
             )
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
 
@@ -156,8 +190,11 @@ class SessionQuery:
         target_cwd: str | None,
         limit: int,
         signal: asyncio.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Sessions matching `query`, ranked, as the store's and every source's `search_candidates` find them.
+
+        `group_by_cwd=False` ranks without the cwd groups (`target_cwd` is then ignored).
 
         The store and each source search on worker threads; setting `signal` (or cancelling the
         caller) stops them there promptly. Live sessions are matched by name from memory (their
@@ -180,13 +217,24 @@ class SessionQuery:
         def search_source(name: str) -> list[CandidateRow]:
             score = store_scorer(self._store())
             return sources.get(name).search_candidates(
-                query, target_id=target_id, target_cwd=target_cwd, limit=limit, cancel=cancel, score=score
+                query,
+                target_id=target_id,
+                target_cwd=target_cwd,
+                limit=limit,
+                cancel=cancel,
+                score=score,
+                group_by_cwd=group_by_cwd,
             )
 
         searches = [
             asyncio.to_thread(
                 lambda: self._store().search_candidates(
-                    query, target_id=target_id, target_cwd=target_cwd, limit=limit + len(live), cancel=cancel
+                    query,
+                    target_id=target_id,
+                    target_cwd=target_cwd,
+                    limit=limit + len(live),
+                    cancel=cancel,
+                    group_by_cwd=group_by_cwd,
                 )
             )
         ]
@@ -204,7 +252,7 @@ class SessionQuery:
         if live:
             rows = self._with_live(rows, live, query)
         scored = store_scorer(self._store()) is not None  # the store is open by now: it has searched
-        return merge_candidates(rows, by_source, target_cwd, scored=scored)[:limit]
+        return merge_candidates(rows, by_source, target_cwd, scored=scored, grouped=group_by_cwd)[:limit]
 
     def _with_live(self, rows: list[CandidateRow], live: list[Session], query: str) -> list[CandidateRow]:
         """The store's candidates with this process's live sessions matched by name from memory."""
@@ -214,7 +262,13 @@ class SessionQuery:
             title = latest_title(session.events)
             header = session.header
             named = CandidateRow(
-                session.id, header.created_at, header.cwd, title["title"] if title else None, None, 0.0
+                session.id,
+                header.created_at,
+                header.cwd,
+                title["title"] if title else None,
+                None,
+                0.0,
+                last_activity(session),
             )
             stored = found.get(session.id)
             if name_matches(needle, named.id, named.cwd, named.title):
@@ -222,7 +276,7 @@ class SessionQuery:
             elif stored is not None and stored.snippet is None:
                 del found[session.id]  # it matched on a name it no longer has
             elif stored is not None:
-                found[session.id] = stored._replace(title=named.title)
+                found[session.id] = stored._replace(title=named.title, last_activity_at=named.last_activity_at)
         return list(found.values())
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
@@ -291,6 +345,17 @@ class SessionQuery:
         return cast("SessionHeader", await self._read("read_header", session_id))
 
 
+def last_activity(session: Session) -> int | float:
+    """When a live session last logged an event (its creation time while it has none)."""
+    events = session.events
+    return events[-1].time if events else session.header.created_at
+
+
+def _after(session: SessionRow | SessionHeader, key: ListingKey | None) -> bool:
+    """Whether `session` comes after `key` in the newest-first listing (everything does after None)."""
+    return key is None or (-session.created_at, session.id) > (-key[0], key[1])
+
+
 def _no_sources() -> SessionSources:
     return _NO_SOURCES
 
@@ -326,6 +391,7 @@ def record_json(record: SessionRecord) -> Json:
     if record.cwd is not None:
         out["cwd"] = record.cwd
     out["title"] = record.title
+    out["lastActivityAt"] = record.last_activity_at
     out["live"] = record.live
     out["persisted"] = record.persisted
     if record.source is not None:

@@ -87,6 +87,19 @@ class Services:
             del self._factories[name]
             return service
 
+    def providing(self, capability: type) -> Any:
+        """The first registered service that is a `capability` (a runtime-checkable protocol), or None.
+
+        For a feature asked for by what it does rather than by the name a plugin gave it. Services
+        are looked at in the order they were registered; one registered as a factory is built
+        when its turn comes (its type is known only then).
+        """
+        for name in list(self._owners):
+            service = self.get(name)
+            if isinstance(service, capability):
+                return service
+        return None
+
     def owner_of(self, name: str) -> str | None:
         return self._owners.get(name)
 

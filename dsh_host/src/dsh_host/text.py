@@ -14,7 +14,8 @@ one character it encodes.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date
+from functools import lru_cache
 
 __all__ = [
     "JS_WHITESPACE",
@@ -35,7 +36,8 @@ JS_WHITESPACE = (
 Python's `str.isspace` differs: it also covers `\\x1c`-`\\x1f` and `\\x85` but not U+FEFF.
 """
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+_DAY_MS = 86_400_000
 
 
 def js_trim(text: str) -> str:
@@ -44,13 +46,24 @@ def js_trim(text: str) -> str:
 
 
 def iso_utc(epoch_ms: float) -> str:
-    """Epoch milliseconds as JavaScript's `Date.toISOString` writes them: `1970-01-01T00:00:00.001Z`."""
-    # JavaScript truncates a fractional time value toward zero.
-    moment = _EPOCH + timedelta(milliseconds=int(epoch_ms))
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
-    )
+    """Epoch milliseconds as JavaScript's `Date.toISOString` writes them: `1970-01-01T00:00:00.001Z`.
+
+    Years 1 to 9999 (`ValueError` outside them).
+    """
+    # JavaScript truncates a fractional time value toward zero. The time of day is plain
+    # arithmetic and the date is looked up per day: a listing formats many times of few days,
+    # and building a datetime for each cost several times as much.
+    days, in_day = divmod(int(epoch_ms), _DAY_MS)
+    seconds, milliseconds = divmod(in_day, 1000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return f"{_iso_day(days)}T{hour:02d}:{minute:02d}:{second:02d}.{milliseconds:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _iso_day(days: int) -> str:
+    """The date `days` after 1970-01-01, as `YYYY-MM-DD`."""
+    return date.fromordinal(_EPOCH_DAY + days).isoformat()
 
 
 def js_string(value: object) -> str:

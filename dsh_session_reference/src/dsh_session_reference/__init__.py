@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
     from dsh_session_reference.jsjson import tag_safe_json
-    from dsh_session_reference.mentions import ParsedText, SessionReferenceInput, format_mention, parse_text
+    from dsh_session_reference.mentions import (
+        ParsedText,
+        SessionReferenceInput,
+        format_mention,
+        parse_reference,
+        parse_text,
+    )
     from dsh_session_reference.service import Prepared, SessionReferenceService
     from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
@@ -28,6 +34,7 @@ _HOMES = {
     "ParsedText": "mentions",
     "SessionReferenceInput": "mentions",
     "format_mention": "mentions",
+    "parse_reference": "mentions",
     "parse_text": "mentions",
     "Prepared": "service",
     "SessionReferenceService": "service",
@@ -47,6 +54,7 @@ __all__ = [
     "decode_uri",
     "encode_uri",
     "format_mention",
+    "parse_reference",
     "parse_text",
     "render_error_chain",
     "tag_safe_json",

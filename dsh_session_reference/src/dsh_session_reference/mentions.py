@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 from dsh_host.text import JS_WHITESPACE
+from dsh_session_reference.errors import ErrorCode, SessionReferenceError
+from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 # Characters JS `.` refuses to match.
@@ -53,6 +55,23 @@ def format_mention(session_id: str, label: str | None = None) -> str:
     """Return ``@[label](uri)``; the label defaults to the id, ``\\`` and ``]`` are escaped."""
     shown = session_id if label is None else label
     return "@[" + _LABEL_SPECIAL.sub(r"\\\g<0>", shown) + "](" + encode_uri(session_id) + ")"
+
+
+def parse_reference(text: str) -> SessionReferenceInput:
+    """One reference written on its own: a session id, its URI, or one whole ``@[label](uri)`` mention.
+
+    Text starting with ``@[`` must be exactly one mention and text starting with the scheme
+    exactly one URI (``SessionReferenceError``, ``INVALID_REFERENCE``, otherwise); anything
+    else is a session id, as given. Only a mention carries a label.
+    """
+    if text.startswith(SCHEME):
+        return SessionReferenceInput(decode_uri(text))
+    if text.startswith("@["):
+        match = _MENTION.fullmatch(text)
+        if match is None or match.group("uri") is None:
+            raise SessionReferenceError(ErrorCode.INVALID_REFERENCE, f"not one session mention: {js_stringify(text)}")
+        return SessionReferenceInput(decode_uri(match.group("uri")), _LABEL_ESCAPE.sub(r"\1", match.group("label")))
+    return SessionReferenceInput(text)
 
 
 def has_reference(text: str) -> bool:

@@ -24,7 +24,8 @@ from dsh_session_reference.limits import (
     MAX_REFERENCES,
     MAX_SAFE_INTEGER,
 )
-from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_text
+from dsh_session_reference.mentions import SessionReferenceInput, format_mention, parse_reference, parse_text
+from dsh_session_reference.uri import SCHEME, decode_uri, encode_uri
 
 if TYPE_CHECKING:
     import asyncio
@@ -48,8 +49,10 @@ def _positive_safe_int(value: object) -> bool:
     return type(value) is int and 1 <= value <= MAX_SAFE_INTEGER
 
 
-def target_identity(target: Agent | Session | SessionHeader) -> tuple[str, str | None]:
-    """The id and cwd of a target given as an agent, a session or a header."""
+def target_identity(target: Agent | Session | SessionHeader | None) -> tuple[str | None, str | None]:
+    """The id and cwd of a target given as an agent, a session or a header; None for no target."""
+    if target is None:
+        return None, None
     for owner in (getattr(target, "session", None), target):
         header = getattr(owner, "header", None)
         if header is not None:
@@ -61,7 +64,11 @@ class SessionReferenceService:
     """Cross-session references over a session query service."""
 
     parse_text = staticmethod(parse_text)
+    parse_reference = staticmethod(parse_reference)
     format_mention = staticmethod(format_mention)
+    encode_uri = staticmethod(encode_uri)
+    decode_uri = staticmethod(decode_uri)
+    uri_scheme = SCHEME
 
     def __init__(
         self,
@@ -98,9 +105,11 @@ class SessionReferenceService:
     ) -> Prepared:
         """Turn references into one frozen snapshot context for the message `content`.
 
-        Checks in order: each reference's shape, self reference, duplicates (first label
-        wins), the count; then cancellation; then every source is read at once; any failure
-        rejects the whole call, so a host never sends a partial context.
+        `target` is the agent, session or header the message goes to, or None for none (a
+        snapshot handed outside dsh: then no reference is to itself). Checks in order: each
+        reference's shape, self reference, duplicates (first label wins), the count; then
+        cancellation; then every source is read at once; any failure rejects the whole call, so
+        a host never sends a partial context.
         """
         # Imported by the first preparation, not by mounting: the snapshot's making reads the
         # log's text (dsh_host.log) and runs on an event loop.
@@ -145,7 +154,7 @@ class SessionReferenceService:
         ]
         return Prepared(copied, [build_context(retained)])
 
-    def _normalize(self, references: Sequence[object], target_id: str) -> list[SessionReferenceInput]:
+    def _normalize(self, references: Sequence[object], target_id: str | None) -> list[SessionReferenceInput]:
         seen: set[str] = set()
         out: list[SessionReferenceInput] = []
         for ref in references:

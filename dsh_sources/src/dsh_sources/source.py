@@ -1,4 +1,4 @@
-"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.sources.SessionSource`.
+"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
 
 Listing and search answer from the freshness index (`index.SourceIndex`), refreshed first: the
 files are listed and stat-ed, and only those whose size or mtime changed are read again. A read
@@ -191,7 +191,7 @@ class TranscriptSource:
 
     def list_sessions(self) -> list[SessionRow]:
         self._fresh()
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title) for sid, e in self._sessions().items()]
+        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in self._sessions().items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
 
     def has(self, session_id: str) -> bool:
@@ -245,6 +245,7 @@ class TranscriptSource:
         limit: int,
         cancel: threading.Event | None = None,
         score: BodyScorer | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Name matches from the index's rows, body matches from its full-text index (see `SessionSource`).
 
@@ -260,9 +261,10 @@ class TranscriptSource:
         else:
             named = names.matching(needle)
         rows = [
-            CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, None, 0.0)
+            CandidateRow(sid, e.created_at, e.cwd, e.title, None, 0.0, e.updated_at)
             for sid in named
             if sid != target_id
+            for e in (sessions[sid],)
         ]
         best: dict[str, tuple[int, float]] = {}
         if terms.needle and terms.words:
@@ -276,10 +278,11 @@ class TranscriptSource:
                 if sid is not None and sid not in skip:
                     best[sid] = (rowid, relevance)
         body = [
-            CandidateRow(sid, sessions[sid].created_at, sessions[sid].cwd, sessions[sid].title, "", relevance)
+            CandidateRow(sid, e.created_at, e.cwd, e.title, "", relevance, e.updated_at)
             for sid, (_, relevance) in best.items()
+            for e in (sessions[sid],)
         ]
-        ranked = sorted(rows + body, key=lambda row: rank(row, target_cwd))[:limit]
+        ranked = sorted(rows + body, key=lambda row: rank(row, target_cwd, group_by_cwd))[:limit]
         shown = [row.id for row in ranked if row.snippet is not None]
         if not shown:
             return ranked
@@ -292,7 +295,7 @@ class TranscriptSource:
             row if row.snippet is None else row._replace(snippet=snippets[row.id], score=rescored[row.id])
             for row in ranked
         ]
-        return sorted(out, key=lambda row: rank(row, target_cwd))
+        return sorted(out, key=lambda row: rank(row, target_cwd, group_by_cwd))
 
     def close(self) -> None:
         self._closed.set()

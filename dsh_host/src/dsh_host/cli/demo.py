@@ -110,18 +110,9 @@ def demo(host: Host, data_dir: Path | None) -> None:
     click.echo(f"  DSH_HOME={data_dir} dsh sessions list")
 
 
-def find_service(host: Host, capability: type) -> Any:  # a service: see Services.get
-    """The first service registered on `host` that provides `capability` (a protocol), or None."""
-    for name in host.services:
-        service = host.services.get(name)
-        if isinstance(service, capability):
-            return service
-    return None
-
-
 def required_services(host: Host) -> list[Any]:
     """The services `REQUIRED` names, in order; a `DemoError` says which are missing."""
-    found = [find_service(host, capability) for _, capability in REQUIRED]
+    found = [host.services.providing(capability) for _, capability in REQUIRED]
     missing = [what for (what, _), service in zip(REQUIRED, found, strict=True) if service is None]
     if missing:
         raise DemoError(

@@ -85,6 +85,7 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
                 "title": row.title,
                 "cwd": row.cwd,
                 "createdAt": row.created_at,
+                "lastActivityAt": row.last_activity_at,
                 "snippet": row.snippet,
             }
             click.echo(inert_json(json.dumps(out, ensure_ascii=False)))

@@ -5,8 +5,9 @@ hook; its sessions carry ids `<source>:<the agent's own id>`, the session query 
 from the store and every mounted source alike, and the host refuses any write to a source's
 session. docs/sources.md describes the seam.
 
-- `SessionSource`: the protocol a source implements; `SourceFileReport`: a file with lines it
-  could not read (`dsh sessions check`); `SourceReadOnly`: the refusal of a write.
+- `SourceFileReport`: a file with lines a source could not read (`dsh sessions check`);
+  `SourceReadOnly`: the refusal of a write. The protocol a source implements,
+  `SessionSource`, is exported from `dsh_host` itself, beside `SessionStore`.
 - `SourceConversation` and `SourceMessage`: a source session's current conversation, and the
   dsh log, surface and texts synthesized from it.
 - `SearchQuery`: what a candidate search query means (name and body matches, snippets, rank
@@ -17,7 +18,7 @@ session. docs/sources.md describes the seam.
 The modules below this package (`base`, `registry`, `synthesis`, `ranking`) are private.
 """
 
-from dsh_host.sources.base import BodyScorer, SessionSource, SourceFileReport, SourceReadOnly
+from dsh_host.sources.base import BodyScorer, SourceFileReport, SourceReadOnly
 from dsh_host.sources.synthesis import SourceConversation, SourceMessage
 from dsh_host.store.relevance import BodyTextScoring
 from dsh_host.store.search import SearchQuery
@@ -26,7 +27,6 @@ __all__ = [
     "BodyScorer",
     "BodyTextScoring",
     "SearchQuery",
-    "SessionSource",
     "SourceConversation",
     "SourceFileReport",
     "SourceMessage",

@@ -68,7 +68,7 @@ class SessionSource(Protocol):
     """
 
     def list_sessions(self) -> list[SessionRow]:
-        """Every session of the source, newest first (ties by id), with its title."""
+        """Every session of the source, newest first (ties by id), with its title and, if known, last activity."""
         ...
 
     def has(self, session_id: str) -> bool:
@@ -108,8 +108,13 @@ class SessionSource(Protocol):
         limit: int,
         cancel: threading.Event | None = None,
         score: BodyScorer | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
-        """At most `limit` of its sessions matching `query`, ranked (see `SessionStore.search_candidates`)."""
+        """At most `limit` of its sessions matching `query`, ranked (see `SessionStore.search_candidates`).
+
+        Without `group_by_cwd` the cwd groups do not rank (`SearchQuery.rank_key(row, target_cwd,
+        grouped)` ranks either way).
+        """
         ...
 
     def check(self, session_id: str | None = None) -> list[SourceFileReport]:

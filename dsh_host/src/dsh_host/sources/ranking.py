@@ -42,13 +42,15 @@ def merge_candidates(
     target_cwd: str | None,
     *,
     scored: bool,
+    grouped: bool = True,
 ) -> list[CandidateRow]:
     """The store's and the sources' candidates in one ranked list.
 
     `scored` says the sources were given the store's scale; without it, body matches are
-    interleaved by their position in each backend's own order.
+    interleaved by their position in each backend's own order. Without `grouped` the cwd groups
+    do not rank (see `SessionStore.search_candidates`).
     """
     groups: list[Sequence[CandidateRow]] = [store_rows, *source_rows]
     if not scored and any(row.snippet is not None for rows in source_rows for row in rows):
         groups = [by_position(rows) for rows in groups]
-    return sorted(chain.from_iterable(groups), key=lambda row: rank_key(row, target_cwd))
+    return sorted(chain.from_iterable(groups), key=lambda row: rank_key(row, target_cwd, grouped))

@@ -37,16 +37,23 @@ class SessionNotFound(StoreError):
 
 
 class SessionRow(NamedTuple):
-    """A session as listed: header fields and the latest title, read without the log.
+    """A session as listed: header fields, the latest title and the last activity, read without the log.
 
-    A named tuple rather than a frozen dataclass: listing builds one per session, and a tuple
-    is several times cheaper to build.
+    `last_activity_at` is the time of the session's last stored event (milliseconds since the
+    epoch), its `created_at` while it has none; a store always knows it, a session source may
+    not (None). A named tuple rather than a frozen dataclass: listing builds one per session,
+    and a tuple is several times cheaper to build.
     """
 
     id: str
     created_at: int | float
     cwd: str | None
     title: str | None
+    last_activity_at: int | float | None = None
+
+
+ListingKey = tuple[int | float, str]
+"""Where a session sits in the newest-first listing: its (`created_at`, `id`)."""
 
 
 class SearchCancelled(StoreError):
@@ -59,6 +66,8 @@ class CandidateRow(NamedTuple):
     `snippet` is None for a match on the id, title or cwd (or an empty query); for a match on
     the surface text it is a short excerpt around the match, raw (not yet terminal-safe). `score`
     is the body match's relevance (BM25, lower is better; 0.0 for the others).
+    `last_activity_at` is as in `SessionRow` (last, with a default, so a session source that
+    does not know it need not name it).
     """
 
     id: str
@@ -67,6 +76,7 @@ class CandidateRow(NamedTuple):
     title: str | None
     snippet: str | None
     score: float
+    last_activity_at: int | float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,8 +99,8 @@ class SessionStore(Protocol):
 
     Reads: each answers from one consistent observation. `read_surface` and
     `read_surface_texts` cost time in proportion to the surface, not the log (log-only and
-    shadowed events are not read); `list_sessions` and `read_title` read no log. An unknown id
-    raises `SessionNotFound`.
+    shadowed events are not read); `list_sessions`, `list_sessions_page` and `read_title` read
+    no log. An unknown id raises `SessionNotFound`.
     """
 
     def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
@@ -109,6 +119,14 @@ class SessionStore(Protocol):
         """Every session the principal can read, newest first (ties by id), with its latest title."""
         ...
 
+    def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRow]:
+        """At most `limit` of `list_sessions`, in its order, from the first one after `after`.
+
+        `after` is the (`created_at`, `id`) of the last row of the previous page (None: from the
+        newest). A page costs time in proportion to the rows it holds, wherever it starts.
+        """
+        ...
+
     def has(self, session_id: str) -> bool:
         """Whether a session with this id is stored (and readable)."""
         ...
@@ -125,6 +143,7 @@ class SessionStore(Protocol):
         target_cwd: str | None,
         limit: int,
         cancel: threading.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """At most `limit` sessions matching `query`, ranked, computed by the store (no listing).
 
@@ -135,9 +154,10 @@ class SessionStore(Protocol):
         and assistant text (never shadowed history, tool output, reasoning or injected
         context). The query is plain words: quotes, operators and control characters are
         never syntax. The session `target_id` is left out. Ranking: same cwd as `target_cwd`,
-        then no cwd, then any other cwd; within those, name matches before body matches, body
-        matches by relevance; then newest first, ties by id. When `cancel` is set the search
-        stops promptly with `SearchCancelled`.
+        then no cwd, then any other cwd (these groups only when `group_by_cwd`; otherwise
+        `target_cwd` is ignored); within those, name matches before body matches, body matches
+        by relevance; then newest first, ties by id. When `cancel` is set the search stops
+        promptly with `SearchCancelled`.
         """
         ...
 

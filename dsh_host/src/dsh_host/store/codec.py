@@ -96,6 +96,11 @@ def from_postgres(text: str | None, raw: bytes | None) -> str | None:
     return text if raw is None else decode(bytes(raw))
 
 
+def time_from_postgres(value: float) -> int | float:
+    """A time read from a `double precision` column as SQLite's NUMERIC reads it back: an int when integral."""
+    return int(value) if value.is_integer() else value
+
+
 def fits_postgres(fields: Sequence[str | None]) -> bool:
     """Whether PostgreSQL text can hold every field."""
     return not any(field is not None and _UNFIT_POSTGRES.search(field) for field in fields)

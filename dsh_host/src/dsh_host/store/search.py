@@ -95,16 +95,20 @@ def searchable_condition(row: str) -> str:
     )
 
 
-def cwd_group(cwd: str | None, target_cwd: str | None) -> int:
-    """The group a candidate ranks in: 0 the target's cwd, 1 no cwd, 2 any other cwd."""
+def cwd_group(cwd: str | None, target_cwd: str | None, grouped: bool = True) -> int:
+    """The group a candidate ranks in: 0 the target's cwd, 1 no cwd, 2 any other cwd (all 0 when not `grouped`)."""
+    if not grouped:
+        return 0
     if cwd is None:
         return 1
     return 0 if target_cwd is not None and cwd == target_cwd else 2
 
 
-def rank_key(row: CandidateRow, target_cwd: str | None) -> tuple[int, bool, float, int | float, str]:
+def rank_key(
+    row: CandidateRow, target_cwd: str | None, grouped: bool = True
+) -> tuple[int, bool, float, int | float, str]:
     """The order `search_candidates` returns rows in: group, name before body, relevance, newest, id."""
-    return (cwd_group(row.cwd, target_cwd), row.snippet is not None, row.score, -row.created_at, row.id)
+    return (cwd_group(row.cwd, target_cwd, grouped), row.snippet is not None, row.score, -row.created_at, row.id)
 
 
 class SearchQuery:
@@ -112,7 +116,8 @@ class SearchQuery:
 
     `needle` is what a name match looks for, `words` what a body match needs in one message
     (`SessionStore.search_candidates` says how both match); `snippet(text)` cuts the excerpt a
-    body match shows; `rank_key(row, target_cwd)` orders `CandidateRow`s as every store does.
+    body match shows; `rank_key(row, target_cwd, grouped=True)` orders `CandidateRow`s as every
+    store does (without `grouped`, the cwd groups do not rank).
     """
 
     rank_key = staticmethod(rank_key)

@@ -107,6 +107,7 @@ class Pool:
         """
         if self._closed:
             raise StoreError(f"session store (PostgreSQL database {self.dbname!r}) is closed")
+        broken = False
         try:
             with self._pool.connection() as conn:
                 try:
@@ -115,6 +116,7 @@ class Pool:
                         yield conn
                         conn.execute("COMMIT")
                 except BaseException:
+                    broken = conn.broken
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                     raise
@@ -123,6 +125,11 @@ class Pool:
         except errors.UniqueViolation as exc:
             raise StoreError(f"PostgreSQL store: conflict with another writer: {one_line(exc)}") from None
         except psycopg.Error as exc:
+            if broken:
+                # The server dropped the connection (it restarted, or went away): the pool's idle
+                # connections are as stale, so they are replaced now rather than failing the next
+                # calls one by one once the server is back.
+                self._pool.check()
             raise StoreError(f"PostgreSQL store: {one_line(exc)}") from None
 
     def read(self) -> contextlib.AbstractContextManager[psycopg.Connection]:

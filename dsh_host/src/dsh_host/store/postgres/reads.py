@@ -14,10 +14,18 @@ import psycopg
 from dsh_host.session.events import SessionHeader, SurfaceText
 from dsh_host.session.snapshots import SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import SessionNotFound, SessionRow, StoredTitle
-from dsh_host.store.codec import encode, from_postgres, unpack_surface_text
+from dsh_host.store.base import ListingKey, SessionNotFound, SessionRow, StoredTitle
+from dsh_host.store.codec import encode, from_postgres, time_from_postgres, unpack_surface_text
 
-_LIST = "SELECT id, created_at, cwd, title FROM dsh.sessions ORDER BY created_at DESC, id"
+_LISTED = "id, created_at, cwd, title, last_activity_at"
+_LIST = f"SELECT {_LISTED} FROM dsh.sessions ORDER BY created_at DESC, id"
+# A page starts right after the key (created_at, id) in newest-first order: the index range below
+# that created_at, less the ties at it that sort before the id. It reads its rows' raw text too.
+_FIRST_PAGE = f"SELECT {_LISTED}, cwd_raw, title_raw FROM dsh.sessions ORDER BY created_at DESC, id LIMIT %(limit)s"
+_PAGE_AFTER = (
+    f"SELECT {_LISTED}, cwd_raw, title_raw FROM dsh.sessions "
+    "WHERE created_at <= %(at)s AND (created_at < %(at)s OR id > %(id)s) ORDER BY created_at DESC, id LIMIT %(limit)s"
+)
 _LIST_RAW = "SELECT id, cwd_raw, title_raw FROM dsh.sessions WHERE cwd_raw IS NOT NULL OR title_raw IS NOT NULL"
 _PK_OF = "(SELECT pk FROM dsh.sessions WHERE id = %s)"
 _SURFACE_LINES = (
@@ -31,14 +39,13 @@ _LINES = f"SELECT line FROM dsh.events WHERE session_pk = {_PK_OF} ORDER BY seq"
 
 
 def list_sessions(conn: psycopg.Connection) -> list[SessionRow]:
-    """Every readable session, newest first (ties by id), with its latest title."""
+    """Every readable session, newest first (ties by id), with its latest title and last activity."""
     listed = conn.execute(_LIST, binary=True)
     raw = {sid: (cwd, title) for sid, cwd, title in conn.execute(_LIST_RAW).fetchall()}
     make = SessionRow._make
-    # As from SQLite's NUMERIC column, an integral time reads back as an int.
     listing = [
-        make((sid.decode("utf-8", "surrogatepass"), int(at) if at.is_integer() else at, cwd, title))
-        for sid, at, cwd, title in listed.fetchall()
+        make((sid.decode("utf-8", "surrogatepass"), time_from_postgres(at), cwd, title, time_from_postgres(active)))
+        for sid, at, cwd, title, active in listed.fetchall()
     ]
     if raw:  # the rare text that only bytea could hold
         for i, row in enumerate(listing):
@@ -47,6 +54,24 @@ def list_sessions(conn: psycopg.Connection) -> list[SessionRow]:
                 cwd, title = found
                 listing[i] = row._replace(cwd=from_postgres(row.cwd, cwd), title=from_postgres(row.title, title))
     return listing
+
+
+def list_sessions_page(conn: psycopg.Connection, limit: int, after: ListingKey | None) -> list[SessionRow]:
+    """At most `limit` readable sessions of the listing, from the first after `after` (see `SessionStore`)."""
+    params: dict[str, object] = {"limit": limit}
+    if after is not None:
+        params.update(at=after[0], id=encode(after[1]))
+    listed = conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall()
+    return [
+        SessionRow(
+            sid.decode("utf-8", "surrogatepass"),
+            time_from_postgres(at),
+            from_postgres(cwd, cwd_raw),
+            from_postgres(title, title_raw),
+            time_from_postgres(active),
+        )
+        for sid, at, cwd, title, active, cwd_raw, title_raw in listed
+    ]
 
 
 def has(conn: psycopg.Connection, session_id: str) -> bool:

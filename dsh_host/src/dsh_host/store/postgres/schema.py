@@ -12,7 +12,7 @@ from dsh_host.store.codec import decode, folded, from_postgres
 from dsh_host.store.postgres.pool import StoreUnavailable, connect, one_line
 from dsh_host.store.search import searchable_condition
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry upgrades the schema from the version before it (entry 0 creates version 1). The
 # statements run in `init_schema`'s single transaction.
@@ -142,6 +142,23 @@ BEGIN
     RETURN NULL;
 END
 $f$;
+""",
+    r"""
+-- The time of each session's last event (its creation time while it has none), from the event
+-- line at next_seq - 1, whose envelope starts type, seq, time (a line that does not counts as none).
+-- Every role's sessions are filled: row-level security is lifted for this transaction only.
+ALTER TABLE dsh.sessions ADD COLUMN last_activity_at double precision;
+ALTER TABLE dsh.sessions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.events NO FORCE ROW LEVEL SECURITY;
+UPDATE dsh.sessions AS s SET last_activity_at = coalesce(
+    (SELECT substring(e.line FROM '^\{"type":"(?:[^"\\]|\\.)*","seq":[0-9]+,"time":([0-9]+)[,}]')::double precision
+        FROM dsh.events AS e WHERE e.session_pk = s.pk AND e.seq = s.next_seq - 1),
+    s.created_at
+);
+ALTER TABLE dsh.events FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE dsh.sessions ALTER COLUMN last_activity_at SET NOT NULL;
+GRANT UPDATE (last_activity_at) ON dsh.sessions TO PUBLIC;
 """,
 )
 # Python steps of a migration, by the version it creates, run after its statements.

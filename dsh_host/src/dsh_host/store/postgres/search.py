@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import psycopg
 
 from dsh_host.store.base import CandidateRow, SearchCancelled, StoreError
-from dsh_host.store.codec import decode, encode, folded, from_postgres, to_postgres
+from dsh_host.store.codec import decode, encode, folded, from_postgres, time_from_postgres, to_postgres
 from dsh_host.store.postgres.pool import Pool
 from dsh_host.store.search import body_words, name_needle
 
@@ -29,15 +29,15 @@ _NAMES = """names AS MATERIALIZED (
         OR position(%(needle)s IN title_folded) > 0
 )"""
 _RANKED = f"""
-SELECT r.id, r.created_at, r.cwd, r.cwd_raw, r.title, r.title_raw,
+SELECT r.id, r.created_at, r.cwd, r.cwd_raw, r.title, r.title_raw, r.last_activity_at,
     CASE WHEN r.text IS NOT NULL THEN
         CASE WHEN starts_with(r.text, h.h) THEN '' ELSE '…' END || h.h
         || CASE WHEN right(r.text, length(h.h)) = h.h THEN '' ELSE '…' END
     END,
     r.score
 FROM (
-    SELECT s.id, s.created_at, s.cwd, s.cwd_raw, s.title, s.title_raw, m.text, m.score,
-        CASE WHEN s.cwd IS NULL AND s.cwd_raw IS NULL THEN 1
+    SELECT s.id, s.created_at, s.cwd, s.cwd_raw, s.title, s.title_raw, s.last_activity_at, m.text, m.score,
+        CASE WHEN NOT %(grouped)s THEN 0 WHEN s.cwd IS NULL AND s.cwd_raw IS NULL THEN 1
             WHEN %(has_cwd)s AND s.cwd IS NOT DISTINCT FROM %(cwd)s AND s.cwd_raw IS NOT DISTINCT FROM %(cwd_raw)s
             THEN 0 ELSE 2 END AS grp
     FROM matched AS m JOIN dsh.sessions AS s ON s.pk = m.pk
@@ -77,6 +77,7 @@ def search(
     target_cwd: str | None,
     limit: int,
     cancel: threading.Event | None,
+    group_by_cwd: bool = True,
 ) -> list[CandidateRow]:
     """Ranked readable sessions matching `query` by name or surface text, in one read transaction."""
     needle, words = folded(name_needle(query)), " ".join(body_words(query))
@@ -85,6 +86,7 @@ def search(
         "needle": needle,
         "words": words,
         "target": None if target_id is None else encode(target_id),
+        "grouped": group_by_cwd,
         "has_cwd": target_cwd is not None,
         "cwd": cwd,
         "cwd_raw": cwd_raw,
@@ -103,13 +105,14 @@ def search(
     return [
         CandidateRow(
             decode(sid),
-            int(created) if created.is_integer() else created,
+            time_from_postgres(created),
             from_postgres(cwd, cwd_raw),
             from_postgres(title, title_raw),
             snippet,
             score,
+            time_from_postgres(active),
         )
-        for sid, created, cwd, cwd_raw, title, title_raw, snippet, score in found
+        for sid, created, cwd, cwd_raw, title, title_raw, active, snippet, score in found
     ]
 
 

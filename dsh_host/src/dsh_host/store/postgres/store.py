@@ -11,7 +11,7 @@ import psycopg
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import CandidateRow, SessionRow, StoredTitle
+from dsh_host.store.base import CandidateRow, ListingKey, SessionRow, StoredTitle
 from dsh_host.store.postgres import reads, schema, search, writes
 from dsh_host.store.postgres.pool import (
     DEFAULT_POOL_SIZE,
@@ -98,9 +98,14 @@ class PostgresSessionStore:
             return reads.sharing(conn, session_id)
 
     def list_sessions(self) -> list[SessionRow]:
-        """Every readable session, newest first (ties by id), with its latest title."""
+        """Every readable session, newest first (ties by id), with its latest title and last activity."""
         with self._pool.read() as conn:
             return reads.list_sessions(conn)
+
+    def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRow]:
+        """At most `limit` readable sessions of the listing, from the first after `after` (see `SessionStore`)."""
+        with self._pool.read() as conn:
+            return reads.list_sessions_page(conn, limit, after)
 
     def has(self, session_id: str) -> bool:
         with self._pool.read() as conn:
@@ -122,9 +127,18 @@ class PostgresSessionStore:
         target_cwd: str | None,
         limit: int,
         cancel: threading.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Ranked readable sessions matching `query` by name or surface text (see `SessionStore`)."""
-        return search.search(self._pool, query, target_id=target_id, target_cwd=target_cwd, limit=limit, cancel=cancel)
+        return search.search(
+            self._pool,
+            query,
+            target_id=target_id,
+            target_cwd=target_cwd,
+            limit=limit,
+            cancel=cancel,
+            group_by_cwd=group_by_cwd,
+        )
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """Header, last seq and the current surface events (log form), in one read transaction."""

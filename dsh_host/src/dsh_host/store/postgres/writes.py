@@ -106,7 +106,8 @@ def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int 
     """Create the session's row; None when its id is taken (stored, if maybe invisible)."""
     row = conn.execute(
         "INSERT INTO dsh.sessions (id, created_at, cwd, cwd_raw, header, next_seq, next_ord, id_folded, "
-        "cwd_folded) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING pk",
+        "cwd_folded, last_activity_at) VALUES (%s, %s, %s, %s, %s, 0, 0, %s, %s, %s) "
+        "ON CONFLICT (id) DO NOTHING RETURNING pk",
         (
             encode(header.id),
             header.created_at,
@@ -114,6 +115,7 @@ def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int 
             rows.header_json(header),
             folded(header.id),
             folded(header.cwd),
+            header.created_at,
         ),
     ).fetchone()
     return None if row is None else row[0]
@@ -145,8 +147,8 @@ def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord
         conn.execute("DELETE FROM dsh.surface WHERE session_pk = %s AND ord BETWEEN %s AND %s", (pk, lo, hi))
         _insert_surface(conn, pk, [(lo, event.seq, *fields)])
     _insert_surface(conn, pk, appended)
-    updates = "next_seq = %s, next_ord = %s"
-    params: list[object] = [batch.last + 1, next_ord]
+    updates = "next_seq = %s, next_ord = %s, last_activity_at = %s"
+    params: list[object] = [batch.last + 1, next_ord, batch.events[-1].time]
     if batch.title is not None:
         title, seq, time = batch.title
         updates += ", title = %s, title_raw = %s, title_seq = %s, title_time = %s, title_folded = %s"

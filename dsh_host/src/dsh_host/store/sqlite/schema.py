@@ -1,7 +1,7 @@
 """The SQLite store's file and schema: creating them, recognising them, upgrading older versions.
 
-Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes (a
-version 1 database gets them on first open).
+Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, each
+session's last activity. An older database is upgraded on first open, in one transaction.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -30,7 +30,8 @@ CREATE TABLE sessions (
     title TEXT,
     title_seq INTEGER,
     title_time INTEGER,
-    raw_surface_text INTEGER NOT NULL DEFAULT 0
+    raw_surface_text INTEGER NOT NULL DEFAULT 0,
+    last_activity_at NUMERIC NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_newest_first ON sessions (created_at DESC, id);
 CREATE TABLE events (
@@ -49,6 +50,18 @@ CREATE TABLE surface (
     PRIMARY KEY (session_pk, ord)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
+"""
+
+# Version 3: the time of each session's last event (its creation time while it has none), read
+# from the event line at `next_seq - 1` (a line that is not JSON, which no reader could use,
+# counts as none).
+_ADD_LAST_ACTIVITY = """
+ALTER TABLE sessions ADD COLUMN last_activity_at NUMERIC NOT NULL DEFAULT 0;
+UPDATE sessions SET last_activity_at = coalesce(
+    (SELECT CASE WHEN json_valid(line) THEN json_extract(line, '$.time') END FROM events
+        WHERE key = (sessions.pk << 32) | (sessions.next_seq - 1)),
+    created_at
+);
 """
 
 Progress = Callable[[int, int], None]
@@ -91,7 +104,7 @@ def version_of(conn: sqlite3.Connection, path: Path) -> int | None:
             f"{path} has schema version {version}, newer than this dsh supports ({SCHEMA_VERSION}); "
             "upgrade dsh to open it"
         )
-    if version not in (1, SCHEMA_VERSION):
+    if version < 1:
         raise StoreError(f"{path} has unknown schema version {version}")
     return version
 
@@ -106,12 +119,21 @@ def create(conn: sqlite3.Connection) -> None:
 
 
 def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
-    """Upgrade version 1 to 2 (inside the caller's write transaction): create and fill the search indexes."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] == 1:  # not upgraded meanwhile
+    """Bring an older schema to the current version (inside the caller's write transaction).
+
+    Version 2 added the search indexes (created and filled here), version 3 the last activity.
+    """
+    version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
+    if version == SCHEMA_VERSION:
+        return
+    if version < 2:
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if version < 3:
+        for statement in _statements(_ADD_LAST_ACTIVITY):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -98,14 +98,15 @@ def _names_source(needle: str) -> tuple[str, object]:
     )
 
 
-_GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END"
+# The cwd groups rank first (see `SessionStore.search_candidates`), unless the caller asked for none.
+_GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END, "
 
 # Every name match and every matching node, in rank order: a session's first row stands for it
 # (a name match sorts before its nodes, its best node before the rest), so the caller reads
 # rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
-_RANKED = f"""
-WITH names(pk) AS ({{names}})
-SELECT s.id, s.created_at, s.cwd, s.title, m.key, m.score
+_RANKED = """
+WITH names(pk) AS ({names})
+SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
 FROM (
     SELECT pk, NULL AS key, 0.0 AS score FROM names
     UNION ALL
@@ -113,24 +114,24 @@ FROM (
 ) AS m
 JOIN sessions AS s ON s.pk = m.pk
 WHERE s.id IS NOT :target
-ORDER BY {_GROUP}, m.key IS NOT NULL, m.score, s.created_at DESC, s.id
+ORDER BY {group}m.key IS NOT NULL, m.score, s.created_at DESC, s.id
 """
 
-_RANKED_NAMES = f"""
-WITH names(pk) AS ({{names}})
-SELECT s.id, s.created_at, s.cwd, s.title, NULL, 0.0
+_RANKED_NAMES = """
+WITH names(pk) AS ({names})
+SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, NULL, 0.0
 FROM names AS m JOIN sessions AS s ON s.pk = m.pk
 WHERE s.id IS NOT :target
-ORDER BY {_GROUP}, s.created_at DESC, s.id
+ORDER BY {group}s.created_at DESC, s.id
 LIMIT :limit
 """
 
 _TEXTS = "SELECT rowid, text FROM surface_fts WHERE rowid IN ({keys})"
 
-_EVERY_SESSION = f"""
-SELECT s.id, s.created_at, s.cwd, s.title, NULL, 0.0 FROM sessions AS s
+_EVERY_SESSION = """
+SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, NULL, 0.0 FROM sessions AS s
 WHERE s.id IS NOT :target
-ORDER BY {_GROUP}, s.created_at DESC, s.id
+ORDER BY {group}s.created_at DESC, s.id
 LIMIT :limit
 """
 
@@ -143,24 +144,24 @@ def search(
     target_cwd: str | None,
     limit: int,
     cancel: threading.Event | None,
+    group_by_cwd: bool = True,
 ) -> list[CandidateRow]:
     """Run a candidate search on `conn` (see `SessionStore.search_candidates`)."""
     needle = name_needle(query)
     words = body_words(query)
-    params: dict[str, object] = {
-        "target": None if target_id is None else encode(target_id),
-        "cwd": to_sqlite(target_cwd),
-        "limit": limit,
-    }
+    params: dict[str, object] = {"target": None if target_id is None else encode(target_id), "limit": limit}
+    group = ""
+    if group_by_cwd:
+        group, params["cwd"] = _GROUP, to_sqlite(target_cwd)
     if not needle:
-        sql = _EVERY_SESSION
+        sql = _EVERY_SESSION.format(group=group)
     else:
         names, params["needle"] = _names_source(needle)
         if words:
-            sql = _RANKED.format(names=names)
+            sql = _RANKED.format(names=names, group=group)
             params["match"] = " ".join(fts_phrase(word) for word in words)
         else:
-            sql = _RANKED_NAMES.format(names=names)
+            sql = _RANKED_NAMES.format(names=names, group=group)
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
     with Transaction(conn, "BEGIN"):  # the texts are read from the same snapshot as the ranking
@@ -170,7 +171,7 @@ def search(
             rows = (
                 _first_per_session(conn.execute(sql, params), limit) if words else conn.execute(sql, params).fetchall()
             )
-            texts = _texts(conn, [row[4] for row in rows if row[4] is not None])
+            texts = _texts(conn, [row[5] for row in rows if row[5] is not None])
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None
@@ -189,9 +190,10 @@ def search(
                 from_sqlite(title),
                 None if key is None else cut(from_sqlite(texts[key])),
                 score,
+                active,
             )
         )
-        for sid, created, cwd, title, key, score in rows
+        for sid, created, cwd, title, active, key, score in rows
     ]
 
 

@@ -18,7 +18,7 @@ from typing import Any, cast
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import CandidateRow, SessionNotFound, SessionRow, StoredTitle, StoreError
+from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, StoredTitle, StoreError
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.sqlite import relevance, schema, search
 from dsh_host.store.sqlite.connection import Transaction, connect
@@ -45,6 +45,17 @@ _INSERT_EVENTS = [
 # as reading them. The query selects exactly the record's fields, in order, so the check
 # cannot fail. Tested on every supported Python (the records' type and fields).
 _surface_text_of = functools.partial(tuple.__new__, SurfaceText)
+
+
+_LISTED = "id, created_at, cwd, title, last_activity_at"
+_LIST = f"SELECT {_LISTED} FROM sessions ORDER BY created_at DESC, id"
+_FIRST_PAGE = f"{_LIST} LIMIT :limit"
+# A page starts right after the key (created_at, id) in newest-first order: the index range
+# below that created_at, less the ties at it that sort before the id.
+_PAGE_AFTER = (
+    f"SELECT {_LISTED} FROM sessions WHERE created_at <= :at AND (created_at < :at OR id > :id) "
+    "ORDER BY created_at DESC, id LIMIT :limit"
+)
 
 
 def _key(pk: int, seq: int) -> int:
@@ -165,17 +176,17 @@ class SqliteSessionStore:
     # -- reads -------------------------------------------------------------------------------
 
     def list_sessions(self) -> list[SessionRow]:
-        """Every stored session, newest first (ties by id), with its latest title."""
-        listed = (
-            self._connection()
-            .execute("SELECT id, created_at, cwd, title FROM sessions ORDER BY created_at DESC, id")
-            .fetchall()
-        )
-        make = SessionRow._make
-        return [
-            make((sid.decode("utf-8", "surrogatepass"), created, from_sqlite(cwd), from_sqlite(title)))
-            for sid, created, cwd, title in listed
-        ]
+        """Every stored session, newest first (ties by id), with its latest title and last activity."""
+        return _session_rows(self._connection().execute(_LIST).fetchall())
+
+    def list_sessions_page(self, limit: int, after: ListingKey | None = None) -> list[SessionRow]:
+        """At most `limit` stored sessions of the listing, from the first after `after` (see `SessionStore`)."""
+        conn = self._connection()
+        if after is None:
+            listed = conn.execute(_FIRST_PAGE, {"limit": limit}).fetchall()
+        else:
+            listed = conn.execute(_PAGE_AFTER, {"at": after[0], "id": encode(after[1]), "limit": limit}).fetchall()
+        return _session_rows(listed)
 
     def has(self, session_id: str) -> bool:
         row = self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (encode(session_id),)).fetchone()
@@ -197,10 +208,17 @@ class SqliteSessionStore:
         target_cwd: str | None,
         limit: int,
         cancel: threading.Event | None = None,
+        group_by_cwd: bool = True,
     ) -> list[CandidateRow]:
         """Ranked sessions matching `query` by name or surface text (see `SessionStore.search_candidates`)."""
         return search.search(
-            self._connection(), query, target_id=target_id, target_cwd=target_cwd, limit=limit, cancel=cancel
+            self._connection(),
+            query,
+            target_id=target_id,
+            target_cwd=target_cwd,
+            limit=limit,
+            cancel=cancel,
+            group_by_cwd=group_by_cwd,
         )
 
     def score_body_texts(self, query: str, texts: Sequence[str]) -> list[float] | None:
@@ -252,8 +270,8 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, title: rows
     # the name once, where a later UPDATE would re-index it.
     text, seq, time = title or (None, None, None)
     cursor = conn.execute(
-        "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord, title, title_seq, title_time) "
-        "VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)",
+        "INSERT INTO sessions (id, created_at, cwd, header, next_seq, next_ord, title, title_seq, title_time, "
+        "last_activity_at) VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?, ?)",
         (
             encode(header.id),
             header.created_at,
@@ -262,6 +280,7 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, title: rows
             to_sqlite(text),
             seq,
             time,
+            header.created_at,
         ),
     )
     pk = cursor.lastrowid
@@ -276,13 +295,18 @@ def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord
     """
     _insert_events(conn, _event_values(batch, pk << _SEQ_BITS))
     next_ord = _write_surface(conn, pk, batch.nodes, next_ord)
+    active = batch.events[-1].time
     if batch.title is None or titled:
-        conn.execute("UPDATE sessions SET next_seq = ?, next_ord = ? WHERE pk = ?", (batch.last + 1, next_ord, pk))
+        conn.execute(
+            "UPDATE sessions SET next_seq = ?, next_ord = ?, last_activity_at = ? WHERE pk = ?",
+            (batch.last + 1, next_ord, active, pk),
+        )
     else:
         text, seq, time = batch.title
         conn.execute(
-            "UPDATE sessions SET next_seq = ?, next_ord = ?, title = ?, title_seq = ?, title_time = ? WHERE pk = ?",
-            (batch.last + 1, next_ord, to_sqlite(text), seq, time, pk),
+            "UPDATE sessions SET next_seq = ?, next_ord = ?, last_activity_at = ?, title = ?, title_seq = ?, "
+            "title_time = ? WHERE pk = ?",
+            (batch.last + 1, next_ord, active, to_sqlite(text), seq, time, pk),
         )
 
 
@@ -347,6 +371,18 @@ def _delete(conn: sqlite3.Connection, pk: int) -> None:
 
 
 # -- reading rows ----------------------------------------------------------------------------------
+
+
+_ListedRow = tuple[bytes, int | float, str | bytes | None, str | bytes | None, int | float | None]
+"""A listing query's row as sqlite3 returns it: id, created_at, cwd, title, last activity."""
+
+
+def _session_rows(listed: list[_ListedRow]) -> list[SessionRow]:
+    make = SessionRow._make
+    return [
+        make((sid.decode("utf-8", "surrogatepass"), created, from_sqlite(cwd), from_sqlite(title), active))
+        for sid, created, cwd, title, active in listed
+    ]
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str, columns: str) -> tuple[Any, ...]:

@@ -1,0 +1,128 @@
+"""`dsh mcp`: serve one MCP client on stdin/stdout until EOF (or SIGTERM/SIGINT), then exit 0.
+
+From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`);
+logs go to stderr (dsh's one line each; the SDK's, warnings and up, as the SDK formats them).
+The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), and a store read
+that still blocks a worker thread after that (a database that stopped answering) does not keep
+the process alive.
+
+Registering the command (every dsh run) loads none of this: the command's body imports the
+event loop, the catalog (session query, the store) and the SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from typing import IO, TYPE_CHECKING
+
+import click
+
+from dsh_host.cli.protocol_stdio import check_transport, stdout_to_stderr
+from dsh_host.errors import DshError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from dsh_host.host import Host
+    from dsh_host.mcp.catalog import SessionCatalog
+
+log = logging.getLogger("dsh.mcp")
+
+THREADS_GRACE_SECONDS = 0.5
+"""How long the end waits for worker threads (store reads) after the calls were cancelled."""
+SDK_MISSING = "dsh mcp needs the MCP SDK: pip install 'dsh-host[mcp]'"
+NO_SNAPSHOTS = (
+    "dsh mcp needs session snapshots, which no mounted plugin provides: "
+    "install dsh-session-reference and mount its session-reference plugin"
+)
+
+
+class SnapshotsMissing(DshError):
+    """`dsh mcp` on a host without session-reference's snapshots (exit code 2)."""
+
+    exit_code = 2
+
+
+@click.command()
+@click.pass_obj
+def mcp(host: Host) -> None:
+    """Serve session search and session snapshots to one MCP client on stdin/stdout, until EOF.
+
+    Tools: search_sessions and read_sessions; resources: every session you can read, by its
+    dsh-session: URI. Reads only, through the configured store. Logs go to stderr.
+    """
+    check_transport("mcp", "mcp", SDK_MISSING)
+    catalog = session_catalog(host)
+    with stdout_to_stderr() as protocol_out:
+        if not _run_bounded(_serve(catalog, protocol_out)):
+            # A worker thread is still blocked in a store read whose call was cancelled (a
+            # database that stopped answering): waiting for it would hold the client's shutdown
+            # hostage, so the process ends here, the store closed first.
+            log.warning("mcp: leaving a store read unfinished")
+            with contextlib.suppress(Exception):
+                host.close()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+def session_catalog(host: Host) -> SessionCatalog:
+    """The catalog `dsh mcp` serves for `host`; `SnapshotsMissing` when nothing provides snapshots."""
+    from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+
+    snapshots = host.services.providing(SnapshotService)
+    query = host.services.get("session_query")
+    if snapshots is None or query is None:
+        raise SnapshotsMissing(NO_SNAPSHOTS)
+    return SessionCatalog(query, snapshots)
+
+
+async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
+    import gc
+
+    from dsh_host import __version__
+    from dsh_host.cli.protocol_stdio import stdio_streams, stop_on_signals
+    from dsh_host.mcp.server import build_server
+    from dsh_host.mcp.stdio import MAX_FRAME_BYTES, serve_stdio
+
+    server = build_server(catalog, version=__version__)
+    # Everything loaded so far (the SDK's many schema objects above all) lives as long as the
+    # process: the collector need not walk it again at every full collection a call triggers.
+    gc.freeze()
+    with stop_on_signals() as stop:
+        reader, writer = await stdio_streams(protocol_out, limit=MAX_FRAME_BYTES)
+        await serve_stdio(server, reader, writer, stop=stop)
+
+
+def _run_bounded(main: Awaitable[None]) -> bool:
+    """Run `main` on a new event loop; False when its worker threads do not all end soon after.
+
+    As `asyncio.run`, except that the worker threads (store reads) are waited for at most
+    `THREADS_GRACE_SECONDS`, not for as long as they run.
+    """
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.new_event_loop()
+    workers = ThreadPoolExecutor(thread_name_prefix="dsh-mcp")
+    loop.set_default_executor(workers)
+    try:
+        loop.run_until_complete(main)
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+    # A daemon thread waits for the workers, so this one can stop waiting.
+    waiting = threading.Thread(target=workers.shutdown, name="dsh-mcp-shutdown", daemon=True)
+    waiting.start()
+    waiting.join(THREADS_GRACE_SECONDS)
+    return not waiting.is_alive()
