@@ -85,6 +85,7 @@ def figures(workdir: Path) -> Iterator[Figure]:
             value=TURNS / agent_time,
             baseline=TURNS / bare_time,
             unit="turns/s",
+            target=1.5,
             higher_is_better=True,
             note=(
                 f"{TURNS} scripted turns of a 200-token reply (~{per_turn} events each) through the agent loop "
