@@ -10,6 +10,7 @@ from dsh_host import Agent, Continue, Stop, hookimpl
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import max_tokens_response, text_response, tool_call_response
 from dsh_host.session.frozen import thaw
+from dsh_host.session.session import Session
 from tests.dsh_host.agent_harness import (
     ProbeTool,
     agent_harness,
@@ -596,6 +597,39 @@ async def test_session_event_sees_every_append_after_commit(tmp_path):
         assert events.done == [h.of("turn/end")[0].seq]  # disposal waited for the awaitable
         h.session.append("session/title", {"title": "after"})
         assert len(events.seen) == len(h.session.events) - 1  # a disposed agent publishes nothing
+
+
+class SeenTypes:
+    def __init__(self) -> None:
+        self.types: list[str] = []
+
+    @hookimpl
+    def dsh_session_event(self, session, event):
+        self.types.append(event.type)
+
+
+async def test_session_event_follows_plugins_registered_and_unregistered_while_the_agent_lives(tmp_path, monkeypatch):
+    publications: list[str] = []
+    publish = Session._publish
+
+    def counted(session, event):
+        publications.append(event.type)
+        publish(session, event)
+
+    monkeypatch.setattr(Session, "_publish", counted)
+    async with agent_harness(tmp_path, [text_response("a"), text_response("b"), text_response("c")]) as h:
+        await h.run("before")
+        assert publications == []  # nobody implements the hook: appends run no publication code
+
+        late = SeenTypes()
+        h.host.pm.register(late)
+        await h.run("during")
+        h.host.pm.unregister(late)
+        await h.run("after")
+
+        assert publications == late.types
+        second_turn = h.session.events[h.of("turn/start")[1].seq : h.of("turn/start")[2].seq]
+        assert late.types == [e.type for e in second_turn]
 
 
 def test_notifications_outside_an_event_loop_are_not_awaited(tmp_path, caplog):

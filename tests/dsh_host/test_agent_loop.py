@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+from typing import Any
 
 import pytest
 
 from dsh_host import Agent, hookimpl
+from dsh_host.agent.errors import render_error
 from dsh_host.log import rebuild_request, request_json
+from dsh_host.models.assembler import StreamAssembler
 from dsh_host.models.base import ModelFailure
 from dsh_host.models.scripted import (
     error_finish_response,
@@ -16,6 +20,7 @@ from dsh_host.models.scripted import (
     tool_call_response,
 )
 from dsh_host.session.events import PROMPT_DELIMITER
+from dsh_host.session.frozen import FrozenDict
 from dsh_host.tools.base import ToolResult
 from tests.dsh_host.agent_harness import (
     ProbeTool,
@@ -407,3 +412,64 @@ async def test_prompt_prefix_delimiter_is_a_block_of_its_own(tmp_path):
         assert message.data["content"] == [text("ctx"), text(PROMPT_DELIMITER)]
         assert message.data["envelope"]["displayContent"] == []
         assert request_texts(h.requests[0]) == ["ctx", PROMPT_DELIMITER]
+
+
+class _Text(str):
+    """A str subclass: equal to its JSON, but not the type the log gives back."""
+
+
+class _Index(enum.IntEnum):
+    FIRST = 0
+
+
+def _logged_assembly(session) -> Any:
+    """What assembling the logged chunks gives: the answer, or the error it raises."""
+    assembler = StreamAssembler()
+    for event in session.events:
+        if event.type == "assistant/chunk":
+            assembler.feed(event.data["chunk"])
+    try:
+        return assembler.finish().content
+    except Exception as exc:  # noqa: BLE001 - the error itself is what the test compares
+        return render_error(exc)
+
+
+async def test_chunks_that_only_equal_their_json_assemble_as_logged(tmp_path):
+    chunks = [
+        {"type": "block-start", "index": _Index.FIRST, "blockType": _Text("text")},
+        {"type": "text-delta", "index": _Index.FIRST, "text": _Text("he")},
+        FrozenDict(type="text-delta", index=0, text="l"),
+        {"type": _Text("reasoning-delta"), "index": 1, "text": _Text("why")},
+        {"type": "text-delta", "index": 0, "text": "lo"},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    async with agent_harness(tmp_path, [chunks]) as h:
+        await h.run("go")
+
+        [answer] = h.of("assistant/message")
+        assert answer.data["content"] == _logged_assembly(h.session)
+        assert answer.data["content"] == [text("hello"), {"type": "reasoning", "text": "why"}]
+        assert all(type(block["text"]) is str for block in answer.data["content"])
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"type": "text-delta", "index": 0, "text": {"not": "text"}},
+        {"type": "text-delta", "index": 0, "text": ["not", "text"]},
+        {"type": "text-delta", "index": [0], "text": "x"},
+        {"type": "reasoning-delta", "index": {"at": 0}, "text": "x"},
+    ],
+)
+async def test_a_malformed_delta_fails_or_assembles_as_its_logged_form_does(tmp_path, delta):
+    chunks = [delta, {"type": "text-delta", "index": 0, "text": "y"}, {"type": "finish", "reason": {"kind": "stop"}}]
+    async with agent_harness(tmp_path, [chunks]) as h:
+        await h.run("go")
+
+        expected = _logged_assembly(h.session)
+        [end] = h.turn_ends()
+        if isinstance(expected, str):
+            assert end == {"kind": "error", "step": 1, "message": expected}
+        else:
+            assert end == {"kind": "completed"}
+            assert h.of("assistant/message")[0].data["content"] == expected

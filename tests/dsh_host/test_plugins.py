@@ -16,6 +16,7 @@ from dsh_host.asyncs import resolve
 from dsh_host.config import load_config
 from dsh_host.errors import PluginError
 from dsh_host.host import Host
+from dsh_host.plugins import new_plugin_manager
 
 
 def start(tmp_path: Path, plugins: str, **files: str) -> Host:
@@ -251,3 +252,15 @@ def test_request_error_default_is_fail(tmp_path):
         assert result == "fail"
     finally:
         host.close()
+
+
+def test_the_plugin_manager_tells_watchers_of_every_registration_until_unwatched():
+    pm = new_plugin_manager()
+    seen: list[int] = []
+    unwatch = pm.watch(lambda: seen.append(len(pm.get_plugins())))
+    plugin = object()
+    pm.register(plugin, name="watched")
+    pm.unregister(plugin)
+    unwatch()
+    pm.register(plugin, name="unwatched")
+    assert seen == [1, 0]

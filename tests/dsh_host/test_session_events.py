@@ -208,6 +208,18 @@ def test_a_log_only_events_line_is_exactly_the_standard_compact_encoding(value):
     )
 
 
+@given(st.lists(st.integers(min_value=0, max_value=2**70) | st.floats(allow_nan=False) | st.booleans(), max_size=30))
+def test_a_line_spells_its_source_seqs_exactly_as_the_standard_compact_encoding(seqs):
+    event = Event("assistant/message", 0, 1234, surface_op="append", source_event_seqs=seqs, data_json="{}")
+    expected = {"type": "assistant/message", "seq": 0, "time": 1234, "data": {}}
+    expected |= {"sourceEventSeqs": seqs, "surfaceOp": "append"}
+    assert event.to_line() == json.dumps(
+        expected,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
 def test_every_field_of_an_event_is_read_only():
     event = new_session().append("custom/x", {"a": 1})
     for name in ("type", "seq", "time", "data", "surface_op", "source_event_seqs", "data_json"):

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_host import LeasingStore, SessionBusy, SessionNotFound, StoreError
-from dsh_host.session.events import SessionHeader, event_from_json, surface_text
+from dsh_host.session.events import SessionHeader, SurfaceText, event_from_json, surface_text
 from dsh_host.session.session import Session
 from dsh_host.session.surface import fold
 
@@ -166,6 +166,8 @@ def test_stored_surface_equals_the_fold_after_any_appends_and_replaces(shared_st
         # The text kept per surface node is what the surface's events say.
         (texts,) = shared_store.read_surface_texts([header.id])
         assert texts.texts == [surface_text(events[s].type, events[s].data) for s in expected]
+        assert all(type(text) is SurfaceText for text in texts.texts)
+        assert [text.type for text in texts.texts] == [events[s].type for s in expected]
         assert texts.captured_through_seq == snapshot.captured_through_seq
 
 

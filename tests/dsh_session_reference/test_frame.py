@@ -35,7 +35,7 @@ def json_part(prompt: str) -> str:
 
 
 def single(session_id: str, text: str, label: str | None = None) -> RetainedSource:
-    source = ProjectedSource(session_id, None, 0, (ProjectedMessage("user", text),))
+    source = ProjectedSource.of(session_id, None, 0, (ProjectedMessage("user", text),))
     return retain_source(source, session_id if label is None else label, 65536)
 
 
@@ -163,7 +163,7 @@ def test_three_sources_share_one_prompt_with_independent_budgets(log_builder: ty
 def test_any_data_keeps_one_frame_and_parses_back(sources: list[tuple[str, list[str]]]) -> None:
     retained = [
         retain_source(
-            ProjectedSource(label, None, None, tuple(ProjectedMessage("user", text) for text in texts)),
+            ProjectedSource.of(label, None, None, tuple(ProjectedMessage("user", text) for text in texts)),
             label,
             65536,
         )

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_host import SessionHeader, SurfaceText
+from dsh_host.text import join_surrogate_pairs
+from dsh_retention import utf8_length
 from dsh_session_reference.frame import build_meta
 from dsh_session_reference.jsjson import js_stringify
-from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface
+from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, project_surface, project_texts
 from dsh_session_reference.retention import retain_source
 from tests.dsh_session_reference.conftest import COMPACT, DELIMITER, FIXTURE_SURFACE_SEQS, GOAL, conversation
 
@@ -22,11 +28,11 @@ def fixture_projection(log_builder: type[LogBuilder]) -> ProjectedSource:
 
 
 def test_a_surface_projects_to_human_checkpoint_and_assistant_text(log_builder: type[LogBuilder]) -> None:
-    assert fixture_projection(log_builder) == ProjectedSource(
-        session_id="source",
-        cwd="/source",
-        captured_through_seq=13,
-        messages=(
+    assert fixture_projection(log_builder) == ProjectedSource.of(
+        "source",
+        "/source",
+        13,
+        (
             ProjectedMessage("user", CHECKPOINT_TEXT, checkpoint=True),
             ProjectedMessage("user", "recent user"),
             ProjectedMessage("user", "human steer"),
@@ -136,3 +142,32 @@ def test_header_fields_pass_through(log_builder: type[LogBuilder]) -> None:
 def test_surrogate_pairs_become_one_character(log_builder: type[LogBuilder]) -> None:
     projected = project_surface(log_builder.header("s", cwd=None), 0, [log_builder.user(0, "\ud83d\ude00 \ud800")])
     assert projected.messages[0].text == "😀 \ud800"
+
+
+_KINDS = st.sampled_from(["user/message", "assistant/message", "steering/message", "context/message", "tool/result"])
+_SOURCE_KINDS = st.sampled_from([None, "user", "plugin", "system"])
+_PLUGINS = st.sampled_from([None, "compact", "session-reference"])
+_ROW_TEXTS = st.text(st.sampled_from("ab<界😀\ud83d\ude00\ud800\n"), max_size=6)
+
+
+def naive_projection(rows: list[SurfaceText]) -> list[ProjectedMessage]:
+    """The projection rules applied one row at a time, pairs joined in every text."""
+    out = []
+    for kind, source_kind, plugin, text in rows:
+        if not text:
+            continue
+        checkpoint = kind == "user/message" and (source_kind, plugin) == ("plugin", "compact")
+        if kind == "assistant/message":
+            out.append(ProjectedMessage("assistant", join_surrogate_pairs(text)))
+        elif (kind in ("user/message", "steering/message") and source_kind == "user") or checkpoint:
+            out.append(ProjectedMessage("user", join_surrogate_pairs(text), checkpoint))
+    return out
+
+
+@given(st.lists(st.builds(SurfaceText, _KINDS, _SOURCE_KINDS, _PLUGINS, _ROW_TEXTS), max_size=12))
+def test_projected_columns_hold_the_messages_and_their_size(rows: list[SurfaceText]) -> None:
+    projected = project_texts(SessionHeader(id="s", created_at=0), 3, rows)
+    assert list(projected.messages) == naive_projection(rows)
+    assert projected == ProjectedSource.of("s", None, 3, projected.messages)
+    assert projected.text_bytes == sum(utf8_length(message.text) for message in projected.messages)
+    assert projected.compacted is any(message.checkpoint for message in projected.messages)

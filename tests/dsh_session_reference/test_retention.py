@@ -150,7 +150,7 @@ def test_checkpoints_and_the_newest_message_are_never_dropped() -> None:
         ProjectedMessage("assistant", "middle"),
         ProjectedMessage("user", "newest " * 10),
     )
-    source = ProjectedSource("s", None, 4, messages)
+    source = ProjectedSource.of("s", None, 4, messages)
     retained = retain_source(source, "s", 250)
     assert [entry.text[:7] for entry in retained.conversation] == ["summary", "newest "]
     assert retained.stats.omitted_messages == 2
@@ -158,7 +158,7 @@ def test_checkpoints_and_the_newest_message_are_never_dropped() -> None:
 
 
 def test_escaping_counts_toward_the_budget() -> None:
-    source = ProjectedSource("s", None, 0, (ProjectedMessage("user", "<" * 40),))
+    source = ProjectedSource.of("s", None, 0, (ProjectedMessage("user", "<" * 40),))
     fixed = utf8_length(tag_safe_json(source_data("s", "s", None, 0, ())))
     item_overhead = len('{"role":"user","text":""}')
     fits = retain_source(source, "s", fixed + item_overhead + 240)
@@ -211,7 +211,10 @@ def naive_retain(source: ProjectedSource, label: str, max_bytes: int) -> tuple[d
     return data(), stats
 
 
-CHARS = st.sampled_from('ab<>"\\\n\x01/界😀\ufeff\ud800\u2028')
+# Every class of character JSON escapes differently: quote and backslash, the controls with a
+# letter escape and those spelled \u00XX (bounds included), DEL (not escaped), `<` (tag-safe),
+# multi-byte and astral characters, a lone surrogate, U+2028.
+CHARS = st.sampled_from('ab<>"\\\n\t\r\b\f\x00\x01\x1f\x7f/界😀\ufeff\ud800\u2028')
 # Repeated units give texts long enough to be truncated rather than emptied.
 TEXTS = st.text(CHARS, max_size=20) | st.builds(
     lambda unit, times: unit * times, st.text(CHARS, min_size=1, max_size=12), st.integers(2, 80)
@@ -220,7 +223,7 @@ MESSAGES = st.lists(
     st.builds(ProjectedMessage, st.sampled_from(["user", "assistant"]), TEXTS, st.booleans()), max_size=12
 )
 SOURCES = st.builds(
-    ProjectedSource,
+    ProjectedSource.of,
     st.text(max_size=8),
     st.none() | st.text(max_size=8),
     st.none() | st.integers(0, 10_000),

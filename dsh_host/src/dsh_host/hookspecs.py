@@ -407,7 +407,9 @@ def dsh_session_event(host: Host, session: Session, event: Event) -> MaybeAwaita
     several) keeps it in a service it registered on that host in `dsh_mount` and finds it with
     `host.services.get(name)`. An implementation must not append to the session itself.
     Notification: the result is ignored and an exception is logged and contained; when no
-    plugin implements this hook, appends publish nothing.
+    plugin implements this hook, appends publish nothing (the agent does not even listen to its
+    session). A plugin registered while the agent lives sees the events appended from its
+    registration on.
     """
 
 

@@ -9,7 +9,7 @@ either mounts every named plugin or none.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Protocol
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 class PluginHost(Protocol):
     """What mounting uses of a host (a `dsh_host.Host` is one)."""
 
-    pm: pluggy.PluginManager
+    @property
+    def pm(self) -> pluggy.PluginManager: ...
+
     services: Services
     config: Config
 
@@ -132,8 +134,46 @@ def _resolve_configured(configured: list[str] | None, installed: Mapping[str, In
     return list(configured)
 
 
-def new_plugin_manager() -> pluggy.PluginManager:
-    pm = pluggy.PluginManager(GROUP)
+class HostPluginManager(pluggy.PluginManager):
+    """pluggy's plugin manager, telling watchers whenever a plugin is registered or unregistered.
+
+    Callers of a hook that fires for every session event subscribe to the session only while
+    some plugin implements the hook, so that appends publish nothing otherwise; a watcher is
+    how they learn that a plugin registered later (at any time, as tests and plugins do)
+    implements it after all.
+    """
+
+    def __init__(self, project_name: str) -> None:
+        super().__init__(project_name)
+        self._watchers: list[Callable[[], None]] = []
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        registered = super().register(plugin, name)
+        self._changed()
+        return registered
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> object | None:
+        removed = super().unregister(plugin, name)
+        self._changed()
+        return removed
+
+    def watch(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher()` after every registration and unregistration; returns an unwatch function."""
+        self._watchers.append(watcher)
+
+        def unwatch() -> None:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+        return unwatch
+
+    def _changed(self) -> None:
+        for watcher in list(self._watchers):
+            watcher()
+
+
+def new_plugin_manager() -> HostPluginManager:
+    pm = HostPluginManager(GROUP)
     pm.add_hookspecs(hookspecs)
     return pm
 

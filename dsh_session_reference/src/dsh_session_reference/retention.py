@@ -9,14 +9,13 @@ result is byte-identical to re-serializing the object after every step.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dsh_retention import retain_head_tail, utf8_length
 from dsh_session_reference.errors import ErrorCode, SessionReferenceError
 from dsh_session_reference.jsjson import tag_safe_json
-from dsh_session_reference.projection import ProjectedMessage, ProjectedSource, Role
+from dsh_session_reference.projection import ProjectedSource, Role
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import JsonValue
@@ -121,42 +120,39 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
     Raises ``SessionReferenceError`` (``BUDGET_EXCEEDED``) when even dropping and truncating
     everything allowed cannot make it fit.
     """
-    messages = source.messages
-    newest = len(messages) - 1
+    roles, texts = source.roles, source.texts
+    newest = len(texts) - 1
     empty = source_data(source.session_id, label, source.cwd, source.captured_through_seq, ())
     # The object is `...[` + items joined by "," + `]}`; items slot into the empty object.
     size = _Size(utf8_length(tag_safe_json(empty)), 0, 0)
-    slots: list[_Item | None] = [None] * len(messages)
+    kept_at: dict[int, _Item] = {}
     # Checkpoints and the newest message are never dropped.
-    for index, message in enumerate(messages):
-        if message.checkpoint or index == newest:
-            slots[index] = item = _Item(message)
+    for index in [*source.checkpoints, newest] if texts else []:
+        if index not in kept_at:
+            kept_at[index] = item = _Item(roles[index], texts[index])
             size.add(item.size)
     # Phase 1 drops the oldest droppable messages until the object fits, so the droppable
     # messages that stay are the longest run of the newest ones that fits: walk back from the
     # newest, and size only the messages that may stay (dropped ones only need their length).
     for index in range(newest - 1, -1, -1):
-        message = messages[index]
-        if message.checkpoint:
-            continue
-        item = _Item(message)
+        if index in kept_at:
+            continue  # a checkpoint
+        item = _Item(roles[index], texts[index])
         if size.total_with(item.size) > max_bytes:
             break
-        slots[index] = item
+        kept_at[index] = item
         size.add(item.size)
-    dropped = [messages[index].text for index in range(newest) if slots[index] is None]
-    omitted_messages = len(dropped)
-    # One measurement of the joined texts: UTF-8 length is additive (lone surrogates count 3
-    # bytes each wherever they stand).
-    dropped_bytes = utf8_length("".join(dropped))
-    kept = [item for item in slots if item is not None]
-
+    kept = [kept_at[index] for index in sorted(kept_at)]
+    omitted_messages = len(texts) - len(kept)
+    # UTF-8 length is additive (lone surrogates count 3 bytes each wherever they stand), so the
+    # dropped messages' bytes are the whole conversation's less the kept ones'.
+    dropped_bytes = source.text_bytes - sum(item.original_bytes for item in kept)
     while size.total > max_bytes:
         largest = max(kept, key=lambda item: item.text_bytes, default=None)
         if largest is None or largest.text_bytes == 0:
             raise _cannot_fit()
         target = max(0, largest.text_bytes - (size.total - max_bytes))
-        shortened = truncate_with_notice(largest.message.text, target)
+        shortened = truncate_with_notice(largest.original, target)
         if shortened.text == largest.text:
             raise _cannot_fit()
         previous_size = largest.size
@@ -165,32 +161,33 @@ def retain_source(source: ProjectedSource, label: str, max_bytes: int) -> Retain
 
     stats = RetentionStats(
         compacted=source.compacted,
-        original_messages=len(messages),
+        original_messages=len(texts),
         retained_messages=len(kept),
         omitted_messages=omitted_messages,
         omitted_bytes=dropped_bytes + sum(item.omitted_bytes for item in kept),
     )
-    conversation = tuple(ConversationEntry(item.message.role, item.text) for item in kept)
+    conversation = tuple(ConversationEntry(item.role, item.text) for item in kept)
     return RetainedSource(source.session_id, label, source.cwd, source.captured_through_seq, conversation, stats)
 
 
 class _Item:
     """A message being retained: its current text and that text's serialized contribution."""
 
-    def __init__(self, message: ProjectedMessage) -> None:
-        self.message = message
-        self.original_bytes = utf8_length(message.text)
+    def __init__(self, role: Role, text: str) -> None:
+        self.role = role
+        self.original = text
         self.omitted_bytes = 0
-        self._set_text(message.text, self.original_bytes)
+        self._set_text(text)
+        self.original_bytes = self.text_bytes
 
     def replace_text(self, shortened: TruncatedText) -> None:
         self.omitted_bytes = shortened.omitted
-        self._set_text(shortened.text, utf8_length(shortened.text))
+        self._set_text(shortened.text)
 
-    def _set_text(self, text: str, text_bytes: int) -> None:
+    def _set_text(self, text: str) -> None:
         self.text = text
-        self.text_bytes = text_bytes
-        self.size = _ENTRY_OVERHEAD[self.message.role] + _json_string_bytes(text)
+        self.text_bytes, quoted_bytes = _sizes(text)
+        self.size = _ENTRY_OVERHEAD[self.role] + quoted_bytes
 
 
 # `{"role":"<role>","text":` + the text as a JSON string + `}`: only the string varies.
@@ -199,26 +196,32 @@ _ENTRY_OVERHEAD = {
 }
 
 
-# `JSONEncoder.encode` of a str goes straight to the C string encoder (no per-call encoder build).
-_quote = json.JSONEncoder(ensure_ascii=False).encode
+# JSON.stringify escapes `"`, `\` and the control characters below U+0020: these five with a
+# letter (`\n`), the others as `\u00XX`. Everything else it writes as it is, but for lone
+# surrogates, which UTF-8 cannot encode.
+_NOT_CONTROL = bytes(range(0x20, 0x100))
+_LETTER_ESCAPED = b"\b\t\n\f\r"
 
 
-def _json_string_bytes(text: str) -> int:
-    """UTF-8 size of ``text`` as a tag-safe JSON string, without the generic serializer.
+def _sizes(text: str) -> tuple[int, int]:
+    """UTF-8 sizes of ``text`` (as JavaScript counts it) and of ``text`` as a tag-safe JSON string.
 
-    The C string encoder escapes exactly as ``JSON.stringify`` does for any text without
-    surrogate code points (those cannot be UTF-8 encoded, so they take the generic path); each
-    ``<`` then grows by five bytes into ``\\u003c``.
+    The second without serializing: every character JSON escapes is ASCII, so the escapes are
+    counted on the UTF-8 bytes (one C pass each) and add to their size. ``"``, ``\\`` and the
+    letter escapes take one byte more, other controls five (``\\u00XX``), and each ``<``
+    five (``\\u003c``). Text with a surrogate code point takes the generic path.
     """
-    quoted = _quote(text)
-    if quoted.isascii():
-        size = len(quoted)
-    else:
-        try:
-            size = len(quoted.encode("utf-8"))
-        except UnicodeEncodeError:
-            return utf8_length(tag_safe_json(text))
-    return size + 5 * quoted.count("<")
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return utf8_length(text), utf8_length(tag_safe_json(text))
+    size = len(encoded)
+    extra = encoded.count(b'"') + encoded.count(b"\\") + 5 * encoded.count(b"<")
+    controls = encoded.translate(None, _NOT_CONTROL)
+    if controls:
+        lettered = len(controls) - len(controls.translate(None, _LETTER_ESCAPED))
+        extra += lettered + 5 * (len(controls) - lettered)
+    return size, size + 2 + extra
 
 
 class _Size:

@@ -93,7 +93,10 @@ class Agent:
         self._driver: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[Any]] = set()
         self._detached = False
-        self._stop_publishing = session.subscribe(self._publish_event)
+        # Appends publish `dsh_session_event` only while some plugin implements it.
+        self._stop_publishing: Callable[[], None] | None = None
+        self._stop_watching = host.pm.watch(self._follow_session_event_hook)
+        self._follow_session_event_hook()
         host.sessions.attach(session, self)
         self.notify("dsh_agent_created", agent=self)
         self.notify("dsh_agent_session_start", agent=self, source="resume" if session.seq else "startup")
@@ -291,7 +294,8 @@ class Agent:
         await self._quiesce()
         if not self._detached:
             self._detached = True
-            self._stop_publishing()
+            self._stop_watching()
+            self._follow_session_event_hook()
             self.host.sessions.detach(self.session, self)
             self.notify("dsh_agent_disposed", agent=self)
             await self._quiesce()
@@ -408,12 +412,28 @@ class Agent:
         info = FrozenDict(source=record.source, contexts=record.contexts, steering=steering)
         self.notify("dsh_agent_queued", agent=self, content=record.content, info=info)
 
+    def _follow_session_event_hook(self) -> None:
+        """Subscribe to the session while attached and some plugin implements `dsh_session_event`.
+
+        Called when the agent is built, whenever a plugin is registered or unregistered, and on
+        disposal: appends to a session nobody observes run no publication code at all.
+        """
+        wanted = not self._detached and bool(self.host.hook.dsh_session_event.get_hookimpls())
+        if wanted and self._stop_publishing is None:
+            self._stop_publishing = self.session.subscribe(self._publish_event)
+        elif not wanted and self._stop_publishing is not None:
+            self._stop_publishing()
+            self._stop_publishing = None
+
     def _publish_event(self, session: Session, event: Event) -> None:
-        caller = self.host.hook.dsh_session_event
-        # The common case, nobody listening, costs one check. Of several agents of this host on
-        # one session, one publishes (the first still attached), so a listener hears each event once.
-        if caller.get_hookimpls() and self.host.sessions.leads(session, self):
-            emit(caller, {"host": self.host, "session": session, "event": event}, self._track_awaitable)
+        # Of several agents of this host on one session, one publishes (the first still
+        # attached), so a listener hears each event once.
+        if self.host.sessions.leads(session, self):
+            emit(
+                self.host.hook.dsh_session_event,
+                {"host": self.host, "session": session, "event": event},
+                self._track_awaitable,
+            )
 
     def notify(self, hook: str, **arguments: object) -> None:
         """Call the observation hook named `hook` with `arguments` on every implementation.

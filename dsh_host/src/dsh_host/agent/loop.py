@@ -47,6 +47,7 @@ NO_ROUTE_ERROR = (
     "or supply both via the agent/request waterfall (dsh_agent_request)"
 )
 COMPLETED = FrozenDict(kind="completed")
+_TEXT_DELTAS = frozenset({"text-delta", "reasoning-delta"})
 MAX_TOKENS = FrozenDict(kind="max-tokens")
 
 
@@ -430,13 +431,29 @@ class Turn:
     async def _stream(self, adapter: ModelAdapter, request: ModelRequest) -> tuple[AssembledMessage, list[int]]:
         assembler = StreamAssembler()
         chunk_seqs: list[int] = []
+        # This loop runs once per streamed chunk, hundreds of times a step: its names are bound
+        # once, and the checkpoint is inline.
+        signal, append, feed, add_seq = self.signal, self.session.append, assembler.feed, chunk_seqs.append
+        turn, step = self.number, self.step
         stream = adapter.stream(request)
         try:
             async for chunk in stream:
-                self._checkpoint()
-                event = self.session.append("assistant/chunk", {"turn": self.number, "step": self.step, "chunk": chunk})
-                chunk_seqs.append(event.seq)
-                assembler.feed(event.data["chunk"])  # assemble what was logged, not what was sent
+                if signal.is_set():
+                    raise TurnInterrupted
+                event = append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+                add_seq(event.seq)
+                # Assemble what was logged, not what was sent, except for a plain text or
+                # reasoning delta: the append checked that it equals its logged JSON, and of it
+                # the assembler keeps only its text, joined into a new string, so both assemble
+                # alike and most chunks need not be parsed back from the log.
+                if not (
+                    type(chunk) is dict
+                    and chunk.get("type") in _TEXT_DELTAS
+                    and type(chunk.get("index")) is int
+                    and type(chunk.get("text", "")) is str
+                ):
+                    chunk = event.data["chunk"]
+                feed(chunk)
         except ModelFailure as exc:
             raise ModelRequestFailed.from_error(exc) from exc
         finally:

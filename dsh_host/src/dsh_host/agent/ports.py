@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.base import ModelAdapter
     from dsh_host.models.registry import ModelRegistry
+    from dsh_host.plugins import HostPluginManager
     from dsh_host.session.session import Session
     from dsh_host.tools.base import Tool
 
@@ -29,6 +30,10 @@ class AgentHost(Protocol):
     @property
     def hook(self) -> HookRelay:
         """The pluggy hook relay."""
+
+    @property
+    def pm(self) -> HostPluginManager:
+        """The plugin manager (to learn when plugins come and go)."""
 
     @property
     def sessions(self) -> SessionRegistry:

@@ -67,7 +67,24 @@ class StreamAssembler:
     def feed(self, chunk: JsonDict) -> None:
         """Take one stream chunk; unknown chunk types are ignored (the vocabulary is extensible)."""
         kind = chunk.get("type")
-        if kind == "usage":
+        if kind in _DELTA_BLOCK_TYPES:  # first: deltas are nearly all of a stream
+            index = chunk["index"]
+            block = self._blocks.get(index)
+            if block is None:
+                block = self._blocks[index] = _PartialBlock(index)
+            elif block.closed is not None:
+                return
+            if block.block_type is None:
+                block.block_type = _DELTA_BLOCK_TYPES[kind]
+            if kind == "tool-call-delta":
+                if chunk.get("id") is not None:
+                    block.call_id = chunk["id"]
+                if chunk.get("name"):
+                    block.name = chunk["name"]
+                block.arguments.append(chunk.get("argumentsDelta", ""))
+            else:
+                block.text.append(chunk.get("text", ""))
+        elif kind == "usage":
             self._usage = copy.deepcopy(chunk.get("usage"))
         elif kind == "finish":
             self._finish = copy.deepcopy(chunk.get("reason"))
@@ -80,20 +97,6 @@ class StreamAssembler:
             block = self._block(chunk["index"])
             if block.closed is None:
                 block.closed = copy.deepcopy(chunk["block"])
-        elif kind in _DELTA_BLOCK_TYPES:
-            block = self._block(chunk["index"])
-            if block.closed is not None:
-                return
-            if block.block_type is None:
-                block.block_type = _DELTA_BLOCK_TYPES[kind]
-            if kind == "tool-call-delta":
-                if chunk.get("id") is not None:
-                    block.call_id = chunk["id"]
-                if chunk.get("name"):
-                    block.name = chunk["name"]
-                block.arguments.append(chunk.get("argumentsDelta", ""))
-            else:
-                block.text.append(chunk.get("text", ""))
 
     def finish(self) -> AssembledMessage:
         """The assembled message; raises ValueError for an unclosed block of an unknown type."""

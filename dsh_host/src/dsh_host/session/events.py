@@ -170,7 +170,7 @@ class Event:
             return f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}}}'
         head = f'{{"type":{kind},"seq":{self._seq},"time":{self._time},"data":{self._data_json}'
         if self._source_event_seqs is not None:
-            head += ',"sourceEventSeqs":' + _compact(self._source_event_seqs)
+            head += ',"sourceEventSeqs":' + _seqs_json(self._source_event_seqs)
         if self._surface_op is not None:
             head += ',"surfaceOp":' + _compact(self._surface_op)
         return head + "}"
@@ -231,6 +231,17 @@ def _type_json(kind: str) -> str:
 
 def _compact(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _seqs_json(seqs: JsonValue) -> str:
+    """`_compact(seqs)` for a list of seqs: an assistant message lists every chunk of its step,
+    and the fast encoder spells integers as the standard one does, about ten times sooner. Every
+    other number (a float, a bool, an integer past 64 bits) takes the standard path."""
+    try:
+        text = FAST_DUMPS(seqs).decode()
+    except TypeError:
+        return _compact(seqs)
+    return _compact(seqs) if "." in text or "e" in text else text
 
 
 def event_from_json(raw: JsonValue, *, expected_seq: int | None = None) -> Event:

@@ -154,7 +154,8 @@ class Session:
             raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
         self.pending.append(event)
-        self._publish(event)
+        if self._listeners:
+            self._publish(event)
         return event
 
     def _now(self) -> int:
@@ -165,7 +166,8 @@ class Session:
         event = event_from_json(raw, expected_seq=len(self._log))
         self._commit(event, event.seq)
         self.pending.append(event)
-        self._publish(event)
+        if self._listeners:
+            self._publish(event)
         return event
 
     def _commit(self, event: Event, index: int) -> None:
@@ -181,8 +183,6 @@ class Session:
         self.surface.apply(transition)
 
     def _publish(self, event: Event) -> None:
-        if not self._listeners:
-            return
         self._publishing = True
         try:
             for listener in list(self._listeners):

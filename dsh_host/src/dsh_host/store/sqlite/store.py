@@ -9,6 +9,7 @@ run them in worker threads. A driven session's lease is a lock file beside the d
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -46,6 +47,14 @@ _INSERT_EVENT = "INSERT INTO events (key, type, line) VALUES (?, ?, ?)"
 _INSERT_EVENTS = [
     (size, "INSERT INTO events (key, type, line) VALUES " + ", ".join(["(?, ?, ?)"] * size)) for size in (256, 64, 16)
 ]
+
+
+# Rows of the four surface text columns become `SurfaceText` records in C. No public API builds
+# a NamedTuple without a Python call per record (its `_make` is `tuple.__new__` plus a length
+# check, in Python): a prepared reference reads thousands of rows, and that call cost as much
+# as reading them. The query selects exactly the record's fields, in order, so the check
+# cannot fail. Tested on every supported Python (the records' type and fields).
+_surface_text_of = functools.partial(tuple.__new__, SurfaceText)
 
 
 _LISTED = "id, created_at, cwd, title, last_activity_at"
@@ -419,5 +428,5 @@ def _surface_texts(conn: sqlite3.Connection, session_id: str) -> SurfaceTexts:
     if raw_text:
         texts = [SurfaceText(kind, *map(from_sqlite, fields)) for kind, *fields in stored]
     else:
-        texts = list(map(SurfaceText._make, stored))
+        texts = list(map(_surface_text_of, stored))
     return rows.surface_texts(header_text, session_id, next_seq, texts)
