@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
@@ -24,6 +25,9 @@ from dsh_host.text import escape_lone_surrogates, iso_utc
 
 PAGE_SIZE = 200
 """Resources per `resources/list` page."""
+NAMES_KEPT = 4_096
+"""How many sessions' names (URI, mention, times) a catalog keeps: a client that searches again
+mostly finds sessions it found before, and naming one costs more than the rest of its result."""
 
 
 class PreparedSnapshot(Protocol):
@@ -87,10 +91,14 @@ class FoundSession(NamedTuple):
 
     def to_json(self) -> dict[str, str | None]:
         """The result as the tool returns it (its fields under their JSON names, in order)."""
-        return dict(zip(_FOUND_KEYS, self, strict=True))
+        return dict(zip(FOUND_JSON_KEYS, self, strict=True))
 
 
-_FOUND_KEYS = ("id", "uri", "mention", "title", "cwd", "createdAt", "lastActivityAt", "snippet")
+FOUND_JSON_KEYS = ("id", "uri", "mention", "title", "cwd", "createdAt", "lastActivityAt", "snippet")
+"""A `FoundSession`'s fields under their JSON names, in order."""
+
+_Named = tuple[str, str, str, str | None, str | None, str, str | None]
+"""A `FoundSession`'s fields but the snippet."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,7 @@ class SessionCatalog:
     def __init__(self, query: SessionQuery, snapshots: SnapshotService) -> None:
         self._query = query
         self._snapshots = snapshots
+        self._named = lru_cache(maxsize=NAMES_KEPT)(self._name)
 
     @property
     def max_references(self) -> int:
@@ -156,20 +165,26 @@ class SessionCatalog:
         return [self._found(row) for row in rows]
 
     def _found(self, row: CandidateRow | SessionRecord) -> FoundSession:
+        snippet = _text(row.snippet) if isinstance(row, CandidateRow) else None
+        return FoundSession(*self._named(row.id, row.title, row.cwd, row.created_at, row.last_activity_at), snippet)
+
+    def _name(
+        self, session_id: str, title: str | None, cwd: str | None, created_at: float, last_activity_at: float | None
+    ) -> _Named:
+        """All of a found session's result but its snippet: a function of these arguments only."""
         # The label is escaped before the mention is written, so the mention escapes the `\` of
         # each `\udXXX` and reads back as the label the model sees.
-        label = escape_lone_surrogates(row.id if row.title is None else row.title)
-        mention = self._snapshots.format_mention(row.id, label)
-        return FoundSession(
-            id=escape_lone_surrogates(row.id),
+        label = escape_lone_surrogates(session_id if title is None else title)
+        mention = self._snapshots.format_mention(session_id, label)
+        return (
+            escape_lone_surrogates(session_id),
             # The mention ends with the URI in parentheses, and a URI holds no parenthesis.
-            uri=mention[mention.rindex("(") + 1 : -1],
-            mention=escape_lone_surrogates(mention),
-            title=_text(row.title),
-            cwd=_text(row.cwd),
-            created_at=iso_utc(row.created_at),
-            last_activity_at=_time(row.last_activity_at),
-            snippet=_text(row.snippet) if isinstance(row, CandidateRow) else None,
+            mention[mention.rindex("(") + 1 : -1],
+            escape_lone_surrogates(mention),
+            _text(title),
+            _text(cwd),
+            iso_utc(created_at),
+            _time(last_activity_at),
         )
 
     async def snapshot(self, references: Sequence[str]) -> Snapshot:

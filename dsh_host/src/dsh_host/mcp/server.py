@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Annotated
 
 from mcp.server import MCPServer, Server, ServerRequestContext
@@ -42,7 +44,15 @@ from mcp.types import (
 from pydantic import BaseModel, Field, ValidationError
 
 from dsh_host import display_inline_text
-from dsh_host.mcp.catalog import CatalogError, InvalidCursor, SessionCatalog, UnknownResource
+from dsh_host.mcp.catalog import (
+    FOUND_JSON_KEYS,
+    NAMES_KEPT,
+    CatalogError,
+    FoundSession,
+    InvalidCursor,
+    SessionCatalog,
+    UnknownResource,
+)
 
 log = logging.getLogger("dsh.mcp")
 
@@ -146,10 +156,10 @@ def tools_for(catalog: SessionCatalog) -> MCPServer:
             found = await catalog.search(query, cwd, limit)
         except CatalogError as exc:
             return tool_error(str(exc))
-        sessions = [session.to_json() for session in found]
-        # Tag-safe text: no `<` spells a markup tag whatever a title says.
-        text = json.dumps({"sessions": sessions}, ensure_ascii=False).replace("<", "\\u003c")
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"sessions": sessions})
+        return CallToolResult(
+            content=[TextContent(type="text", text=search_text(found))],
+            structured_content={"sessions": [session.to_json() for session in found]},
+        )
 
     async def read_sessions(references: References) -> Annotated[CallToolResult, ReadOutput]:
         try:
@@ -166,6 +176,35 @@ def tools_for(catalog: SessionCatalog) -> MCPServer:
         read_sessions, description=READ_DESCRIPTION.format(max=catalog.max_references), annotations=read_only
     )
     return tools
+
+
+def search_text(found: Sequence[FoundSession]) -> str:
+    """The text of a search result: `json.dumps({"sessions": [...]}, ensure_ascii=False)` of the
+    results, with every `<` written `\\u003c` so that no markup tag is spelled whatever a title says.
+
+    Written from each result's named part, whose JSON is kept once per session (`_named_json`,
+    as the catalog keeps its names: a search's results mostly come back in the next one), and
+    its snippet.
+    """
+    return (
+        '{"sessions": ['
+        + ", ".join(_named_json(session[:-1]) + _snippet_json(session.snippet) for session in found)
+        + "]}"
+    )
+
+
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
+
+
+@lru_cache(maxsize=NAMES_KEPT)
+def _named_json(named: tuple[str | None, ...]) -> str:
+    """A result's JSON object up to its snippet: `{"id": ..., "lastActivityAt": ...`, tag-safe."""
+    text = _JSON_TEXT.encode(dict(zip(FOUND_JSON_KEYS[:-1], named, strict=True)))
+    return text[:-1].replace("<", "\\u003c")
+
+
+def _snippet_json(snippet: str | None) -> str:
+    return ', "snippet": ' + ("null" if snippet is None else _JSON_TEXT.encode(snippet).replace("<", "\\u003c")) + "}"
 
 
 def tool_error(message: str) -> CallToolResult:
