@@ -10,7 +10,7 @@ import pytest
 
 from dsh_host.errors import ConfigError
 from dsh_host.session.events import SessionHeader
-from dsh_host.store.base import SessionNotFound, StoreError
+from dsh_host.store.base import SessionBusy, SessionNotFound, StoreError
 from dsh_host.store.postgres import (
     SCHEMA_VERSION,
     PostgresSessionStore,
@@ -340,6 +340,55 @@ def test_once_the_server_is_back_the_next_read_works_however_many_connections_we
             store.list_sessions()
         proxy.restore()
         assert [row.id for row in store.list_sessions()] == ["s"]
+    finally:
+        store.close()
+        proxy.cut()
+
+
+def _backends(database) -> set[int]:
+    with database.admin() as admin:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def test_a_released_lease_hands_its_connection_to_the_next_lease(postgres_database):
+    store = postgres_database.open()
+    try:
+        store.list_sessions()  # the pool's connection is up
+        store.lease("s0").release()
+        connected = _backends(postgres_database)
+        for n in range(1, 6):  # a host driving one new session after another
+            store.lease(f"s{n}").release()
+            store.lease(f"s{n}").release()  # released for real: anyone may take it at once
+        assert _backends(postgres_database) == connected
+    finally:
+        store.close()
+
+
+def test_a_kept_lease_connection_the_server_dropped_is_replaced_by_a_new_one(postgres_server, postgres_database):
+    from psycopg import conninfo
+
+    from tests.proxy import Proxy
+
+    proxy = Proxy(postgres_server.host_port)
+    dsn = postgres_database.dsn()
+    role = conninfo.conninfo_to_dict(dsn)["user"]
+    (password,) = [
+        line.rsplit(":", 1)[1] for line in postgres_server.pgpass.read_text().splitlines() if f":{role}:" in line
+    ]
+    with postgres_server.pgpass.open("a") as fh:
+        fh.write(f"127.0.0.1:{proxy.port}:*:{role}:{password}\n")
+    store = PostgresSessionStore.open(conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port))
+    try:
+        store.lease("s").release()  # its connection is kept for the next lease
+        proxy.cut()
+        proxy.restore()
+        lease = store.lease("s")
+        with pytest.raises(SessionBusy):
+            store.lease("s")
+        lease.release()
     finally:
         store.close()
         proxy.cut()

@@ -13,7 +13,6 @@ commit was in doubt when the connection broke finds its own last line stored, an
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
@@ -72,7 +71,7 @@ class AdvisoryLease:
         with self._mutex:
             conn, self._conn = self._conn, None
         if conn is not None:
-            _let_go(conn, self._key)
+            _let_go(self._pool, conn, self._key)
             self._released(self)
 
     def _held(self) -> psycopg.Connection:
@@ -92,7 +91,7 @@ class AdvisoryLease:
         meanwhile; a StoreError when the server cannot be reached (the lease stays lost).
         """
         self._held().close()
-        conn = self._pool.dedicated()
+        conn = self._pool.dedicated(fresh=True)
         continues = written = False
         try:
             locked = _try_lock(conn, self._key)
@@ -110,7 +109,7 @@ class AdvisoryLease:
             return written
         # Another host holds the session, or drove it while the lease was lost: it is theirs now.
         if locked:
-            _let_go(conn, self._key)
+            _let_go(self._pool, conn, self._key)
         else:
             conn.close()
         self._conn = None
@@ -126,7 +125,17 @@ def take(pool: Pool, session_id: str, wait: float, released: Callable[[AdvisoryL
     conn = pool.dedicated()
     key = writes.lease_key(session_id)
     try:
-        if not _try_lock(conn, key):
+        try:
+            locked = _try_lock(conn, key)
+        except psycopg.Error as exc:
+            if not lost_connection(exc):
+                raise
+            # A kept connection that the server dropped since (it restarted): connect anew.
+            conn.close()
+            pool.connection_lost()
+            conn = pool.dedicated(fresh=True)
+            locked = _try_lock(conn, key)
+        if not locked:
             if wait <= 0:
                 raise SessionBusy(session_id)
             _wait_for_lock(conn, key, session_id, wait)
@@ -139,13 +148,16 @@ def take(pool: Pool, session_id: str, wait: float, released: Callable[[AdvisoryL
     return AdvisoryLease(pool, session_id, conn, released)
 
 
-def _let_go(conn: psycopg.Connection, key: int) -> None:
-    """Unlock, then close the connection."""
-    # Unlocking first: a closing connection's backend lets its locks go only as it exits, after
-    # the close has returned, and a taker right after us would be refused.
-    with contextlib.suppress(psycopg.Error):
+def _let_go(pool: Pool, conn: psycopg.Connection, key: int) -> None:
+    """Unlock, then give the connection back to `pool` for the next lease (closed when unlocking failed)."""
+    # Unlocking explicitly, never by closing: a closing connection's backend lets its locks go
+    # only as it exits, after the close has returned, and a taker right after us would be refused.
+    try:
         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-    conn.close()
+    except psycopg.Error:
+        conn.close()
+        return
+    pool.give_back(conn)
 
 
 def _try_lock(conn: psycopg.Connection, key: int) -> bool:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import psycopg
 import psycopg_pool
 from psycopg import conninfo, errors
+from psycopg.pq import TransactionStatus
 
 from dsh_host.errors import ConfigError
 from dsh_host.settings import read_int, read_str, reject_unknown
@@ -118,6 +120,9 @@ class Pool:
         self._closed = False
         self._dsn = dsn
         self._options = options
+        self._spare_size = size
+        self._spare: list[psycopg.Connection] = []  # dedicated connections that hold nothing
+        self._spare_lock = threading.Lock()
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
             min_size=1,
@@ -130,7 +135,9 @@ class Pool:
         self._pool.open(wait=False)
 
     def close(self) -> None:
-        self._closed = True
+        with self._spare_lock:
+            self._closed = True
+        self._drop_spare()
         self._pool.close()
 
     def check_open(self) -> None:
@@ -138,17 +145,44 @@ class Pool:
         if self._closed:
             raise StoreError(f"session store (PostgreSQL database {self.dbname!r}) is closed")
 
-    def dedicated(self) -> psycopg.Connection:
-        """A connection of its own, outside the pool, set up as the pool's are (StoreUnavailable when none)."""
+    def dedicated(self, *, fresh: bool = False) -> psycopg.Connection:
+        """A connection of its own, outside the pool, set up as the pool's are (StoreUnavailable when none).
+
+        One that `give_back` kept is handed out again unless `fresh` is set: connecting costs
+        more than a whole flush, and a host drives one new session after another.
+        """
         self.check_open()
+        if not fresh:
+            with self._spare_lock:
+                while self._spare:
+                    conn = self._spare.pop()
+                    if not conn.closed:
+                        return conn
         return connect(self._dsn, autocommit=True, options=self._options)
+
+    def give_back(self, conn: psycopg.Connection) -> None:
+        """Keep a dedicated connection that holds nothing any more for the next `dedicated()`, or close it."""
+        if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+            with self._spare_lock:
+                if not self._closed and len(self._spare) < self._spare_size:
+                    self._spare.append(conn)
+                    return
+        conn.close()
+
+    def _drop_spare(self) -> None:
+        with self._spare_lock:
+            spare, self._spare = self._spare, []
+        for conn in spare:
+            conn.close()
 
     def connection_lost(self) -> None:
         """A connection to the server broke: drop the pooled ones that broke with it.
 
         The pool would hand each out once more, to fail; checked now, the next transaction gets
-        a working connection as soon as the server answers again.
+        a working connection as soon as the server answers again. Kept dedicated connections
+        broke with it too.
         """
+        self._drop_spare()
         with contextlib.suppress(psycopg.Error, psycopg_pool.PoolTimeout):
             self._pool.check()
 
