@@ -232,3 +232,30 @@ def test_a_search_error_is_not_hidden_by_ending_its_transaction(tmp_path):
             search.search(conn, "walrus", target_id=None, target_cwd="/w", limit=10, cancel=None)
     finally:
         conn.close()
+
+
+def test_a_database_another_process_creates_meanwhile_is_never_taken_for_a_foreign_one(tmp_path):
+    """The version check reads the file in one snapshot, so a schema committed between its reads
+    (as a `dsh acp` starting beside a reader does) shows as all there or not yet there."""
+    from dsh_host.store.sqlite import schema
+
+    path = tmp_path / "sessions.sqlite3"
+    sqlite3.connect(path).close()
+    reader = sqlite3.connect(path, isolation_level=None)
+    writer = sqlite3.connect(path, isolation_level=None, timeout=0)
+
+    def create_between_reads(statement: str) -> None:
+        if statement.startswith("PRAGMA application_id"):
+            try:
+                writer.execute("BEGIN IMMEDIATE")
+                schema.create(writer)
+                writer.execute("COMMIT")
+            except sqlite3.OperationalError:  # the reader's snapshot holds the file: commit later
+                writer.execute("ROLLBACK")
+
+    reader.set_trace_callback(create_between_reads)
+    try:
+        assert schema.version_of(reader, path) in (None, SCHEMA_VERSION)
+    finally:
+        reader.close()
+        writer.close()

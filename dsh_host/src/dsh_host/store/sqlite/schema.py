@@ -93,9 +93,15 @@ def check_magic(path: Path) -> None:
 def version_of(conn: sqlite3.Connection, path: Path) -> int | None:
     """The schema version of the database, None for an empty one; `StoreError` for one not ours."""
     try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        # One read transaction: another process creating the schema meanwhile must not be seen
+        # half before and half after its commit (tables, but no application id yet).
+        conn.execute("BEGIN")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        finally:
+            conn.execute("COMMIT")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a dsh session store: {exc}") from None
     if version == 0 and app_id == 0 and tables == 0:
