@@ -134,12 +134,14 @@ async def test_installed_but_not_mounted_writes_identical_logs(
 
 
 def test_an_unmounted_plugin_is_never_imported(tmp_path: Path) -> None:
-    """`dsh run` with a mention, only fs-read mounted: no module of the two features is loaded."""
+    """`dsh run` with a mention, only fs-read mounted: no module of the features it leaves out
+    (references, compaction, other agents' sessions) is loaded."""
     probe = (
         "import sys\n"
         "from dsh_host.cli.main import main\n"
         "code = main(sys.argv[1:])\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('dsh_session_reference', 'dsh_compact'))\n"
+        "features = ('dsh_session_reference', 'dsh_compact', 'dsh_sources')\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in features)\n"
         "print('LOADED', loaded, file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
