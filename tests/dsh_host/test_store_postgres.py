@@ -312,11 +312,8 @@ def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_s
         postgres_server.drop(database.name)
 
 
-def test_once_the_server_is_back_the_next_read_works_however_many_connections_went_stale(
-    postgres_server, postgres_database
-):
-    from concurrent.futures import ThreadPoolExecutor
-
+def _store_behind_proxy(postgres_server, postgres_database):
+    """A store of the database's role that reaches the server through a loopback proxy (one that can cut it)."""
     from psycopg import conninfo
 
     from tests.proxy import Proxy
@@ -330,6 +327,15 @@ def test_once_the_server_is_back_the_next_read_works_however_many_connections_we
     with postgres_server.pgpass.open("a") as fh:
         fh.write(f"127.0.0.1:{proxy.port}:*:{role}:{password}\n")
     store = PostgresSessionStore.open(conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port))
+    return proxy, store
+
+
+def test_once_the_server_is_back_the_next_read_works_however_many_connections_went_stale(
+    postgres_server, postgres_database
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    proxy, store = _store_behind_proxy(postgres_server, postgres_database)
     try:
         store.import_log(SessionHeader(id="s", created_at=0), [])
         with ThreadPoolExecutor(8) as pool:  # several pooled connections, all of which the outage kills
@@ -368,19 +374,7 @@ def test_a_released_lease_hands_its_connection_to_the_next_lease(postgres_databa
 
 
 def test_a_kept_lease_connection_the_server_dropped_is_replaced_by_a_new_one(postgres_server, postgres_database):
-    from psycopg import conninfo
-
-    from tests.proxy import Proxy
-
-    proxy = Proxy(postgres_server.host_port)
-    dsn = postgres_database.dsn()
-    role = conninfo.conninfo_to_dict(dsn)["user"]
-    (password,) = [
-        line.rsplit(":", 1)[1] for line in postgres_server.pgpass.read_text().splitlines() if f":{role}:" in line
-    ]
-    with postgres_server.pgpass.open("a") as fh:
-        fh.write(f"127.0.0.1:{proxy.port}:*:{role}:{password}\n")
-    store = PostgresSessionStore.open(conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port))
+    proxy, store = _store_behind_proxy(postgres_server, postgres_database)
     try:
         store.lease("s").release()  # its connection is kept for the next lease
         proxy.cut()
