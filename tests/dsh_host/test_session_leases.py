@@ -130,6 +130,39 @@ async def test_releasing_a_session_lets_another_host_drive_it(host_on, tmp_path)
     assert taken.events[-2].data == {"title": "kept"}  # released after a flush
 
 
+async def test_a_new_sessions_failed_first_write_keeps_its_lease_and_its_events(host_on, tmp_path, monkeypatch):
+    first, second = host_on(), host_on()
+    take = first.store.lease
+    failures = [StoreError("disk full")]
+
+    class FailingOnce:
+        def __init__(self, lease: Any) -> None:
+            self._lease = lease
+            self.session_id = lease.session_id
+
+        def append(self, header: Any, events: Any) -> None:
+            if failures:
+                raise failures.pop()
+            self._lease.append(header, events)
+
+        def release(self) -> None:
+            self._lease.release()
+
+    monkeypatch.setattr(first.store, "lease", lambda session_id, wait=0.0: FailingOnce(take(session_id, wait=wait)))
+    session = first.sessions.create(str(tmp_path))
+    session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+
+    with pytest.raises(StoreError, match="disk full"):
+        await first.sessions.flush(session)
+
+    with pytest.raises(SessionBusy):  # the lease taken with the failed write is still held
+        second.store.lease(session.id)
+    await first.sessions.flush(session)  # through the same lease: nothing was lost
+    assert [event.type for event in first.store.read_events(session.id)[1]] == ["turn/start"]
+    await first.sessions.release(session.id)
+    assert (await second.sessions.resume(session.id)).id == session.id
+
+
 async def test_a_waiting_driver_takes_the_session_once_its_driver_lets_go(host_on, tmp_path):
     first, second = host_on(), host_on()
     session_id = await stored_session(first, tmp_path)

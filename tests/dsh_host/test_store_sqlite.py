@@ -37,6 +37,22 @@ def test_directory_is_0700_and_database_files_0600(tmp_path, log_builder):
         store.close()
 
 
+def test_the_lock_folder_is_made_private_at_the_first_lease_and_again_if_removed(tmp_path):
+    store = SqliteSessionStore.open(tmp_path / "sessions.sqlite3")
+    folder = tmp_path / "sessions.sqlite3-leases"
+    try:
+        assert not folder.exists()  # opening a store takes no lease
+        store.lease("a").release()
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        folder.rmdir()
+        lease = store.lease("b")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and len(list(folder.iterdir())) == 1
+        lease.release()
+        assert list(folder.iterdir()) == []
+    finally:
+        store.close()
+
+
 def test_the_host_keeps_its_store_under_dsh_home(tmp_path, log_builder):
     home = tmp_path / "home"
     with Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": ""}, cwd=tmp_path)) as host:

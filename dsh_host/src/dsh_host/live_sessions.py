@@ -18,12 +18,13 @@ only lists stored sessions never loads it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dsh_host.errors import DshError
 from dsh_host.session.check import resume_refusal
@@ -50,6 +51,12 @@ log = logging.getLogger("dsh.store")
 def new_session_id() -> str:
     """A short random id; ids are otherwise arbitrary strings."""
     return secrets.token_hex(6)
+
+
+@functools.cache
+def _keeps_leases(store_type: type) -> bool:
+    # By type, once: a check against a runtime protocol inspects every member each time.
+    return issubclass(store_type, LeasingStore)
 
 
 class _Unleased:
@@ -203,46 +210,75 @@ class SessionRegistry:
             refusal = self._refusals.get(session)
             if refusal is not None:
                 raise refusal()
-            lease = self._leases.get(session.id)
-            if lease is None:
-                async with self._loop_lock(self._opening, session.id):
-                    lease = await self._take_lease(session.id, 0.0, creating=batch[0].seq == 0)
             try:
-                await asyncio.to_thread(lease.append, session.header, batch)
+                lease = self._leases.get(session.id)
+                if lease is not None:
+                    await asyncio.to_thread(lease.append, session.header, batch)
+                else:
+                    async with self._loop_lock(self._opening, session.id):
+                        await self._lease_and_write(session, batch)
             except SessionBusy:
                 self._taken_over(session)
                 raise
             session.mark_flushed(len(batch))
 
-    async def _take_lease(self, session_id: str, wait: float, *, creating: bool = False) -> SessionLease:
-        """This registry's lease of `session_id`, taken from the store when it holds none yet.
+    async def _lease_and_write(self, session: Session, batch: Sequence[Event]) -> None:
+        """Take the lease of a session this registry drives without one yet, and write `batch`
+        through it: both in one worker-thread call, as a thread hop costs about as much as either
+        (a new session's first flush is most of what writing a short session costs)."""
+        import asyncio
+
+        session_id = session.id
+        held = self._leases.get(session_id)  # taken by another task while this one waited
+        if held is not None:
+            await asyncio.to_thread(held.append, session.header, batch)
+            return
+        store = self._store()
+
+        def lease_and_write() -> tuple[SessionLease, Exception | None]:
+            lease = self._lease_from(store, session_id, 0.0, creating=batch[0].seq == 0)
+            try:
+                lease.append(session.header, batch)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, once the registry keeps the lease
+                return lease, exc
+            return lease, None
+
+        lease, failure = await asyncio.to_thread(lease_and_write)
+        self._leases[session_id] = lease
+        if failure is not None:
+            raise failure
+
+    async def _take_lease(self, session_id: str, wait: float) -> SessionLease:
+        """This registry's lease of a stored session, taken from the store when it holds none yet."""
+        import asyncio
+
+        held = self._leases.get(session_id)
+        if held is None:
+            held = self._leases[session_id] = await asyncio.to_thread(
+                self._lease_from, self._store(), session_id, wait, creating=False
+            )
+        return held
+
+    def _lease_from(self, store: SessionStore, session_id: str, wait: float, *, creating: bool) -> SessionLease:
+        """`store`'s lease of `session_id` (a blocking call), or a plain writer when it keeps none.
 
         `creating`: the session is new here, so a refusal says only that the id is not
         available (a hidden session of another principal may hold it).
         """
-        import asyncio
-
-        held = self._leases.get(session_id)
-        if held is not None:
-            return held
-        store = self._store()
-        if isinstance(store, LeasingStore):
-            try:
-                held = await asyncio.to_thread(store.lease, session_id, wait=wait)
-            except SessionBusy:
-                if creating:
-                    raise id_not_available(session_id) from None
-                raise
-        else:
+        if not _keeps_leases(type(store)):
             if not self._warned_unleased:
                 self._warned_unleased = True
                 log.warning(
                     "the session store %s keeps no leases: it cannot keep two hosts from driving one session at once",
                     type(store).__name__,
                 )
-            held = _Unleased(store, session_id)
-        self._leases[session_id] = held
-        return held
+            return _Unleased(store, session_id)
+        try:
+            return cast(LeasingStore, store).lease(session_id, wait=wait)
+        except SessionBusy:
+            if creating:
+                raise id_not_available(session_id) from None
+            raise
 
     def _give_up_lease(self, session_id: str) -> None:
         held = self._leases.pop(session_id, None)

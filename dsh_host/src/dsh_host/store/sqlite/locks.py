@@ -37,10 +37,11 @@ def locks_folder(database: Path) -> Path:
     return resolved.with_name(resolved.name + LOCKS_SUFFIX)
 
 
-def lock_path(folder: Path, session_id: str) -> Path:
-    """The lock file of `session_id` in `folder`."""
+def lock_path(folder: Path, session_id: str) -> str:
+    """The lock file of `session_id` in `folder` (a string: a lease is taken per new session, and
+    path objects would cost more than the system calls)."""
     digest = hashlib.sha256(b"dsh-session\0" + encode(session_id)).hexdigest()
-    return folder / f"{digest[:32]}.lock"
+    return os.path.join(folder, f"{digest[:32]}.lock")
 
 
 class FileLease:
@@ -49,7 +50,7 @@ class FileLease:
     def __init__(
         self,
         session_id: str,
-        path: Path,
+        path: str,
         fd: int,
         write: Callable[[SessionHeader, Sequence[Event]], None],
         released: Callable[[FileLease], None],
@@ -115,15 +116,14 @@ def held(folder: Path, session_id: str) -> Iterator[None]:
         _unlock(path, fd)
 
 
-def _try_lock(folder: Path, path: Path) -> int | None:
+def _try_lock(folder: Path, path: str) -> int | None:
     """A descriptor of `path` holding its lock, or None when another holds it."""
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create the session lock folder {folder}: {exc.strerror or exc}") from None
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            _make_folder(folder)  # the first lease of this database (or its folder was removed)
+            continue
         except OSError as exc:
             raise StoreError(f"cannot open the session lock file {path}: {exc.strerror or exc}") from None
         try:
@@ -136,7 +136,14 @@ def _try_lock(folder: Path, path: Path) -> int | None:
         os.close(fd)  # its holder removed the file before we locked it: lock the one there now
 
 
-def _names(path: Path, fd: int) -> bool:
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the session lock folder {folder}: {exc.strerror or exc}") from None
+
+
+def _names(path: str, fd: int) -> bool:
     """Whether `path` still names the file `fd` is open on."""
     try:
         at_path = os.stat(path)
@@ -146,7 +153,7 @@ def _names(path: Path, fd: int) -> bool:
     return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _unlock(path: Path, fd: int) -> None:
+def _unlock(path: str, fd: int) -> None:
     # Removed while still locked: whoever opens the path afterwards gets a new file.
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)

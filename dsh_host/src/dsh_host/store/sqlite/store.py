@@ -3,7 +3,7 @@
 Every flushed batch is one `BEGIN IMMEDIATE` transaction; a busy timeout lets two processes
 write different sessions at once. Reads run on per-thread connections, so async callers can
 run them in worker threads. A driven session's lease is a lock file beside the database
-(`dsh_host.store.sqlite.lease`).
+(`dsh_host.store.sqlite.locks`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class SqliteSessionStore:
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._leases: OutstandingLeases[locks.FileLease] = OutstandingLeases()
+        self._locks_folder = locks.locks_folder(path)
         self._closed = False
 
     @classmethod
@@ -150,9 +151,7 @@ class SqliteSessionStore:
         """Take `session_id`'s lease: its lock file beside the database (see `LeasingStore.lease`)."""
         if self._closed:
             raise StoreError(f"session store {self.path} is closed")
-        return self._leases.add(
-            locks.take(locks.locks_folder(self.path), session_id, wait, self.append, self._leases.discard)
-        )
+        return self._leases.add(locks.take(self._locks_folder, session_id, wait, self.append, self._leases.discard))
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -197,7 +196,7 @@ class SqliteSessionStore:
 
     def _undriven(self, session_id: str) -> contextlib.AbstractContextManager[None]:
         """Hold the session's lock for a write that must not happen under a driver (SessionBusy if one drives it)."""
-        return locks.held(locks.locks_folder(self.path), session_id)
+        return locks.held(self._locks_folder, session_id)
 
     # -- reads -------------------------------------------------------------------------------
 
