@@ -190,6 +190,42 @@ async def test_a_signal_set_mid_stream_stops_before_the_next_chunk():
     assert [c["type"] for c in seen] == ["block-start", "text-delta"]
 
 
+async def test_chunks_per_read_yields_to_the_loop_once_per_read_and_streams_the_same_chunks():
+    chunks = text_response("abcdefghi")  # 13 chunks: reads of 4, 4, 4 and 1
+    passes = 0
+
+    async def ticker() -> None:
+        nonlocal passes
+        while True:
+            passes += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = passes
+    seen = [chunk async for chunk in ScriptedAdapter([chunks], chunks_per_read=4).stream(request())]
+    during = passes - before
+    task.cancel()
+    assert seen == chunks
+    assert during == 4
+
+
+async def test_a_signal_set_mid_read_still_stops_before_the_next_chunk():
+    signal = asyncio.Event()
+    seen = []
+    with pytest.raises(ModelFailure, match="aborted"):
+        async for chunk in ScriptedAdapter([text_response("abc")], chunks_per_read=100).stream(request(signal=signal)):
+            seen.append(chunk)
+            signal.set()
+    assert [c["type"] for c in seen] == ["block-start"]
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_chunks_per_read_below_one_is_refused(bad: int):
+    with pytest.raises(ValueError, match="chunks_per_read must be at least 1"):
+        ScriptedAdapter([], chunks_per_read=bad)
+
+
 # --- script files --------------------------------------------------------------------------------
 
 ALL_KINDS = [

@@ -120,8 +120,11 @@ class ScriptedAdapter:
     """A model that plays a script, or answers deterministically when it has none.
 
     `requests` records every request in arrival order, including the one that found the script
-    exhausted. In plain mode `plugin_reply(request)` answers first (`create` wires it to the
-    `dsh_scripted_reply` hook); None leaves the request to the echo.
+    exhausted. `chunks_per_read` chunks arrive together, as one socket read of a real stream
+    brings several server-sent events when the reader is the slower side: the stream yields to
+    the event loop once per read (once per chunk by default). In plain mode
+    `plugin_reply(request)` answers first (`create` wires it to the `dsh_scripted_reply` hook);
+    None leaves the request to the echo.
     """
 
     def __init__(
@@ -130,8 +133,12 @@ class ScriptedAdapter:
         *,
         context_window: int | None = None,
         plugin_reply: PluginReply = lambda request: None,
+        chunks_per_read: int = 1,
     ) -> None:
+        if chunks_per_read < 1:
+            raise ValueError(f"chunks_per_read must be at least 1, got {chunks_per_read!r}")
         self.requests: list[ModelRequest] = []
+        self._chunks_per_read = chunks_per_read
         self._plugin_reply = plugin_reply
         self._script: deque[ScriptEntry] | None = deque(script) if script is not None else None
         self._context_window = context_window if context_window is not None else DEFAULT_CONTEXT_WINDOW
@@ -159,9 +166,11 @@ class ScriptedAdapter:
         chunks = entry(request) if callable(entry) else entry
         if inspect.isawaitable(chunks):
             chunks = await chunks
-        for chunk in chunks:
-            # A real stream arrives over time; yielding to the loop lets a cancel land mid-stream.
-            await asyncio.sleep(0)
+        for index, chunk in enumerate(chunks):
+            # A real stream arrives over time, a socket read at a time; yielding to the loop at
+            # each read lets a cancel land mid-stream.
+            if index % self._chunks_per_read == 0:
+                await asyncio.sleep(0)
             if signal is not None and signal.is_set():
                 raise ModelFailure.aborted()
             yield chunk
