@@ -10,6 +10,7 @@ import pytest
 
 from dsh_host.errors import ConfigError
 from dsh_host.session.events import SessionHeader
+from dsh_host.store import rows
 from dsh_host.store.base import SessionBusy, SessionNotFound, StoreError
 from dsh_host.store.postgres import (
     SCHEMA_VERSION,
@@ -171,6 +172,34 @@ def test_a_taken_id_of_an_invisible_session_is_refused_without_writing(team, log
     assert str(refused_import.value) == 'session id "s" is not available'
     assert stores["bob"].list_sessions() == []
     assert len(stores["alice"].read_lines("s")[1]) == 3
+
+
+# -- writes ------------------------------------------------------------------------------------------
+
+
+def test_a_batch_is_split_into_rows_by_the_server_and_a_line_holding_a_newline_writes_nothing(
+    postgres_database, log_builder, monkeypatch
+):
+    # A batch's lines travel as one newline-joined text: a line that held a raw newline would
+    # come apart into rows of seqs that are not its own, so such a batch is refused whole.
+    L = log_builder
+    store = postgres_database.open()
+    try:
+        header = SessionHeader(id="s", created_at=0)
+        store.append(header, L.events([L.user(0), L.raw("custom/x", 1)]))
+        later = L.events([L.raw("custom/x", 2), L.raw("custom/x", 3), L.raw("custom/x", 4)])
+        before = store.read_lines("s")
+        lines = rows.Batch.lines
+        monkeypatch.setattr(rows.Batch, "lines", lambda batch: [*lines(batch)[:-1], '{"a":\n1}'])
+        with pytest.raises(StoreError) as refused:
+            store.append(header, later)
+        assert str(refused.value) == "session 's': a log line holds a raw newline; nothing was written"
+        assert store.read_lines("s") == before
+        monkeypatch.undo()
+        store.append(header, later)
+        assert store.read_lines("s")[1] == [*before[1], *(event.to_line() for event in later)]
+    finally:
+        store.close()
 
 
 # -- roles it refuses -----------------------------------------------------------------------------

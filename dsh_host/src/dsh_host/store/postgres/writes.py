@@ -21,12 +21,14 @@ from dsh_host.store import rows
 from dsh_host.store.base import SessionBusy, SessionNotFound, StoreError, id_not_available
 from dsh_host.store.codec import encode, fits_postgres, folded, pack_fields, to_postgres
 
-# Arrays go in binary: the text format escapes every element in Python, which costs more than
-# the insert itself.
+# A batch's lines go as one text the server splits: a log line never holds a raw newline (JSON
+# escapes it), and building an array parameter costs a Python call per element, more than the
+# insert itself. Seqs are contiguous (`rows.Batch` checks), so the server numbers the lines.
 _INSERT_EVENTS = (
-    "INSERT INTO dsh.events (session_pk, seq, line) SELECT %s, seq, line FROM unnest(%b::bigint[], %b::text[]) "
-    "AS t (seq, line)"
+    "INSERT INTO dsh.events (session_pk, seq, line) SELECT %s, %s + t.n - 1, t.line "
+    "FROM unnest(string_to_array(%s, E'\\n')) WITH ORDINALITY AS t (line, n)"
 )
+# Surface rows are few per batch; their arrays go in binary (the text format escapes in Python).
 _INSERT_SURFACE = (
     "INSERT INTO dsh.surface (session_pk, ord, seq, type, source_kind, source_plugin, text, raw) "
     "SELECT %s, * FROM unnest(%b::bigint[], %b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
@@ -142,7 +144,10 @@ def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int 
 
 def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord: int) -> None:
     """Insert a batch's event rows, then update the surface and session rows."""
-    conn.execute(_INSERT_EVENTS, (pk, list(range(batch.first, batch.last + 1)), batch.lines()))
+    lines = batch.lines()
+    if "\n" in "".join(lines):  # JSON text never holds a raw newline; a line that did would split apart
+        raise StoreError(f"session {batch.header.id!r}: a log line holds a raw newline; nothing was written")
+    conn.execute(_INSERT_EVENTS, (pk, batch.first, "\n".join(lines)))
     appended: list[tuple[object, ...]] = []
     raw_text = False
     for event in batch.nodes:
