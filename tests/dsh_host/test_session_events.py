@@ -20,6 +20,7 @@ from dsh_host.session.events import (
     SessionHeader,
     event_from_json,
     header_from_json,
+    positions,
 )
 from dsh_host.session.frozen import thaw
 from dsh_host.session.jsonl import InvalidLog, parse_log
@@ -474,3 +475,11 @@ def test_each_line_spells_its_own_time():
     session = Session(SessionHeader(id="s", created_at=0), clock=lambda: next(times))
     events = [session.append("custom/x", {"i": i}) for i in range(5)]
     assert [json.loads(e.to_line())["time"] for e in events] == [5, 5, 1_700_000_000_000, 6, 6]
+
+
+@given(
+    st.lists(st.sampled_from(["", "user/message", "assistant/chunk", 0, None])),
+    st.sampled_from(["", "user/message", 0]),
+)
+def test_positions_are_every_index_holding_the_value_in_order(items, value):
+    assert list(positions(items, value)) == [at for at, item in enumerate(items) if item == value]

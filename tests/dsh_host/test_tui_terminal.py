@@ -32,7 +32,7 @@ def home(make_host: HostFactory, tmp_path: Path) -> Path:
         content = [{"type": "text", "text": f"stored {PROBE_TITLE}"}]
         session.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
         session.append("session/title", {"title": PROBE_TITLE, "messageSeqs": [0], "source": "test"})
-        host.store.append(session.header, session.take_pending())
+        host.store.append(session.header, session.pending)
     finally:
         host.close()
     return data

@@ -38,7 +38,7 @@ def _store_source(host: Host) -> None:
     content = [{"type": "text", "text": "remember the blue door"}]
     source.append("user/message", {"content": content, "source": {"kind": "user"}}, surface_op="append")
     source.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    host.store.append(source.header, source.take_pending())
+    host.store.append(source.header, source.pending)
     host.sessions.forget(SOURCE)
 
 

@@ -72,12 +72,12 @@ def _build_data_dir(make_host: HostFactory, data: Path, cwd: Path) -> None:
         source.append("turn/start", {"turn": 4, "trigger": {"kind": "session-title"}})
         source.append("session/title", {"title": "Compacted source", "messageSeqs": [], "source": "test"})
         source.append("turn/end", {"turn": 4, "reason": {"kind": "completed"}})
-        host.store.append(source.header, source.take_pending())
+        host.store.append(source.header, source.pending)
 
         probe = host.sessions.create("/elsewhere", PROBE_ID, created_at=500)
         _turn(probe, 1, "probe body", None)
         probe.append("session/title", {"title": PROBE_TITLE, "messageSeqs": [1], "source": "test"})
-        host.store.append(probe.header, probe.take_pending())
+        host.store.append(probe.header, probe.pending)
     finally:
         host.close()
 

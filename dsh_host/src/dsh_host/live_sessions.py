@@ -23,12 +23,11 @@ import logging
 import secrets
 import weakref
 from collections.abc import Callable, Sequence
-from itertools import compress
 from typing import TYPE_CHECKING, cast
 
 from dsh_host.errors import DshError
 from dsh_host.session.check import resume_refusal
-from dsh_host.session.events import Event, SessionHeader, type_of
+from dsh_host.session.events import Event, SessionHeader, positions, type_of
 from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.base import (
@@ -204,7 +203,7 @@ class SessionRegistry:
         async with self._loop_lock(self._flushing, session.id):
             if session.id in self._untitled:
                 self._title(session)
-            batch = session.take_pending()
+            batch = session.pending
             if not batch:
                 return
             refusal = self._refusals.get(session)
@@ -306,12 +305,13 @@ class SessionRegistry:
         return held[1]
 
     def _title(self, session: Session) -> None:
-        # A flush is mostly stream chunks: the scans run in C (map, compress), not per event in Python.
-        kinds = list(map(type_of, session.pending))
+        # A flush is mostly stream chunks: the scans run in C (map, list.index), not per event in Python.
+        pending = session.pending
+        kinds = list(map(type_of, pending))
         if "session/title" in kinds:
             self._untitled.discard(session.id)
             return
-        data = fallback_title_data(compress(session.pending, map("user/message".__eq__, kinds)))
+        data = fallback_title_data(pending[at] for at in positions(kinds, "user/message"))
         if data is None:
             return
         self._untitled.discard(session.id)

@@ -19,6 +19,8 @@ from dsh_host.session.frozen import frozen_loads, frozen_loads_compact
 from dsh_host.session.lossless import FAST_DUMPS, FAST_LOADS, NotLosslessJson, canonical_text, standard_text
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
     from dsh_host.hookspecs import Json, JsonValue
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
@@ -213,6 +215,22 @@ def log_only_event(type: str, seq: int, time: int, time_text: str, data: JsonVal
 type_of = attrgetter("_type")
 seq_of = attrgetter("_seq")
 line_of = attrgetter("_line")
+
+
+def positions(items: Sequence[object], value: object) -> Iterator[int]:
+    """The indexes at which `value` occurs in `items`, in order.
+
+    For batch scans that look for something rare (an event type, a missing line) among
+    thousands of stream chunks: `list.index` compares in C, so the cost is one Python step per
+    hit, where a `map` over every item costs a call each.
+    """
+    at = -1
+    while True:
+        try:
+            at = items.index(value, at + 1)
+        except ValueError:
+            return
+        yield at
 
 
 _TYPE_JSON: dict[str, str] = {}

@@ -58,7 +58,7 @@ class Session:
         self.header = header
         self._clock = clock
         self._log: list[Event] = []
-        self._events_cache: tuple[Event, ...] | None = ()
+        self._events_cache: tuple[Event, ...] = ()
         self.surface = Surface()
         self._listeners: list[Listener] = []
         self._publishing = False
@@ -67,13 +67,15 @@ class Session:
         self._messages_generation = 0
         self._header_snapshot: Json | None = None
         self._header_upto = 0
-        self.pending: list[Event] = []
         self._time_text: tuple[int, str] = (-1, "")
         for index, event in enumerate(seed):
             try:
                 self._commit(event, index)
             except SurfaceError as exc:
                 raise SurfaceError(f"invalid seed event at index {index}: {exc}") from None
+        # The log's events from this index on are pending: appends only add to the log (a turn's
+        # thousand chunks pay for one list, not two), and a flush moves the index.
+        self._flushed = len(self._log)
 
     @property
     def id(self) -> str:
@@ -91,7 +93,7 @@ class Session:
     @property
     def events(self) -> tuple[Event, ...]:
         """A snapshot of the log; a tuple returned earlier never grows."""
-        if self._events_cache is None:
+        if len(self._events_cache) != len(self._log):  # the log only grows
             self._events_cache = tuple(self._log)
         return self._events_cache
 
@@ -130,8 +132,6 @@ class Session:
             except NotLosslessJson as exc:
                 raise _not_lossless(type, exc) from None
             self._log.append(event)
-            self._events_cache = None
-            self.pending.append(event)
             if self._listeners:
                 self._publish(event)
             return event
@@ -153,7 +153,6 @@ class Session:
         if type == "request/header" and isinstance(event.data, Mapping) and event.data.get("reason") == "fallback":
             raise ValueError("legacy request/header reason 'fallback' is not supported")
         self._commit(event, event.seq)
-        self.pending.append(event)
         if self._listeners:
             self._publish(event)
         return event
@@ -165,7 +164,6 @@ class Session:
         """Append an event given in log form (used by crash repair and import)."""
         event = event_from_json(raw, expected_seq=len(self._log))
         self._commit(event, event.seq)
-        self.pending.append(event)
         if self._listeners:
             self._publish(event)
         return event
@@ -175,11 +173,9 @@ class Session:
             raise SurfaceError(f"session event seq {event.seq} is not contiguous; expected {index}")
         if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
             self._log.append(event)  # a plain log-only event (most of a log): nothing to fold
-            self._events_cache = None
             return
         transition = plan_transition(event, self.surface.nodes, self._log.__getitem__)
         self._log.append(event)
-        self._events_cache = None
         self.surface.apply(transition)
 
     def _publish(self, event: Event) -> None:
@@ -234,12 +230,14 @@ class Session:
                 return _turn_of(event) or 0
         return 0
 
-    def take_pending(self) -> list[Event]:
-        """The events appended since the last successful flush (the caller clears them)."""
-        return list(self.pending)
+    @property
+    def pending(self) -> list[Event]:
+        """The events appended since the last successful flush, oldest first (a new list)."""
+        return self._log[self._flushed :]
 
     def mark_flushed(self, count: int) -> None:
-        del self.pending[:count]
+        """Count the first `count` pending events as persisted."""
+        self._flushed += count
 
 
 def _not_lossless(type: str, exc: NotLosslessJson) -> NotLosslessJson:

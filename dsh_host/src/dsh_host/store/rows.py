@@ -6,7 +6,6 @@ A store's own module maps these onto its tables; nothing here knows SQL.
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Iterable, Sequence
 from itertools import compress
 
@@ -17,6 +16,7 @@ from dsh_host.session.events import (
     SurfaceText,
     event_from_json,
     line_of,
+    positions,
     seq_of,
     type_of,
 )
@@ -66,9 +66,9 @@ class Batch:
     def lines(self) -> list[str]:
         """Every event's log line as the stores keep it (`json_text`), in seq order."""
         lines = list(map(line_of, self.events))
-        for at in compress(range(len(lines)), map(operator.not_, lines)):
+        for at in positions(lines, ""):
             lines[at] = self.events[at].to_line()  # an event built without its line
-        if not all(map(str.isascii, lines)):
+        if not "".join(lines).isascii():  # one C pass over the bytes, where `map` calls once per line
             lines = list(map(json_text, lines))
         return lines
 

@@ -338,7 +338,7 @@ def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord
 def _event_values(batch: rows.Batch, base: int) -> list[object]:
     """The `events` rows' values, one row after another (key, type, line), keys from `base`."""
     kinds: list[Any] = batch.kinds  # str, or bytes once a lone surrogate is in one
-    if not all(map(str.isascii, kinds)):
+    if not "".join(kinds).isascii():
         kinds = list(map(to_sqlite, kinds))  # a lone surrogate makes a type bytes
     lines = batch.lines()
     values: list[object] = [None] * (3 * len(lines))
