@@ -1,4 +1,4 @@
-"""The store reference keeps up with the code: every store operation (the optional lease included)
+"""The store reference keeps up with the code: every store operation (the optional lease and quick writes included)
 has its row in docs/stores.md, and the page names none that is gone. (docs/hooks.md is generated:
 tests/test_hook_docs.py.)"""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_host import LeasingStore, SessionStore
+from dsh_host import LeasingStore, QuickLeasingStore, SessionStore
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 STORE_OPERATIONS = sorted(
     name
-    for protocol in (SessionStore, LeasingStore)
+    for protocol in (SessionStore, LeasingStore, QuickLeasingStore)
     for name in vars(protocol)
     if not name.startswith("_") and callable(getattr(protocol, name))
 )

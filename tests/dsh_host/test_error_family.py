@@ -29,6 +29,7 @@ INTERNAL = {
     "dsh_host.agent.loop.TurnInterrupted": "becomes an `aborted` or `disposed` turn end",
     "dsh_host.agent.loop.ModelRequestFailed": "becomes an `error` turn end",
     "dsh_host.tui.file_search.FileSearchCancelled": "a superseded file search in the terminal UI",
+    "dsh_host.store.sqlite.connection.WriterBusy": "a quick write declining: `append_now` returns False",
 }
 
 

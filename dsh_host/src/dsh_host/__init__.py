@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from dsh_host.store.base import (
         CandidateRow,
         LeasingStore,
+        QuickLeasingStore,
         SearchCancelled,
         SessionBusy,
         SessionLease,
@@ -98,6 +99,7 @@ _HOMES = {
     "SessionStore": "dsh_host.store.base",
     "LeasingStore": "dsh_host.store.base",
     "SessionLease": "dsh_host.store.base",
+    "QuickLeasingStore": "dsh_host.store.base",
     "SessionRow": "dsh_host.store.base",
     "CandidateRow": "dsh_host.store.base",
     "StoredTitle": "dsh_host.store.base",
@@ -203,6 +205,7 @@ __all__ = [
     "ModelAdapter",
     "ModelRequest",
     "PluginError",
+    "QuickLeasingStore",
     "SearchCancelled",
     "Services",
     "Session",

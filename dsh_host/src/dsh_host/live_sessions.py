@@ -3,7 +3,10 @@
 Appends are synchronous and do no I/O; events wait in `Session.pending` until `flush`, which
 writes them to the store in one transaction. The agent flushes at its checkpoints (before a
 model request, before a tool body, after a step, at turn end). Every store call of the async
-methods runs on a worker thread, so a slow store never stalls the event loop.
+methods runs on a worker thread, so a slow store never stalls the event loop, with one exception:
+a store that can lease and write a short batch without waiting on anything (`QuickLeasingStore`,
+as the SQLite store can) does that on the loop's thread, and hands the write to a worker thread
+only when it would wait.
 
 One host drives a session at a time. The registry takes a session's lease from the store before
 it drives the session (`resume` takes it before reading the log, so crash repair happens only
@@ -32,6 +35,8 @@ from dsh_host.session.repair import interrupted_turn_closers
 from dsh_host.session.session import Session, now_ms
 from dsh_host.store.base import (
     LeasingStore,
+    QuickLease,
+    QuickLeasingStore,
     SessionBusy,
     SessionLease,
     SessionNotFound,
@@ -56,6 +61,22 @@ def new_session_id() -> str:
 def _keeps_leases(store_type: type) -> bool:
     # By type, once: a check against a runtime protocol inspects every member each time.
     return issubclass(store_type, LeasingStore)
+
+
+@functools.cache
+def _writes_now(store_type: type) -> bool:
+    """Whether a store of this type leases on the calling thread (see `QuickLeasingStore`)."""
+    return issubclass(store_type, QuickLeasingStore)
+
+
+@functools.cache
+def _quick_lease(lease_type: type) -> bool:
+    """Whether a lease of this type writes on the calling thread when it need not wait (`QuickLease`).
+
+    By its method: a protocol with a property cannot be checked with `issubclass`, and a
+    quick store's lease may come wrapped (a test's, a plugin's) in one that has only `append`.
+    """
+    return callable(getattr(lease_type, "append_now", None))
 
 
 class _Unleased:
@@ -198,7 +219,6 @@ class SessionRegistry:
         the lease turns out lost to another host, the session stops being driven here and
         every later flush of it raises `SessionBusy`.
         """
-        import asyncio
 
         async with self._loop_lock(self._flushing, session.id):
             if session.id in self._untitled:
@@ -212,7 +232,7 @@ class SessionRegistry:
             try:
                 lease = self._leases.get(session.id)
                 if lease is not None:
-                    await asyncio.to_thread(lease.append, session.header, batch)
+                    await self._write(lease, session.header, batch)
                 else:
                     async with self._loop_lock(self._opening, session.id):
                         await self._lease_and_write(session, batch)
@@ -221,21 +241,36 @@ class SessionRegistry:
                 raise
             session.mark_flushed(len(batch))
 
+    async def _write(self, lease: SessionLease, header: SessionHeader, batch: Sequence[Event]) -> None:
+        """Write `batch` through `lease`: on this thread when its store can do that without waiting
+        (a thread hop costs about as much as writing a short batch), else on a worker thread."""
+        import asyncio
+
+        if _quick_lease(type(lease)) and cast(QuickLease, lease).append_now(header, batch):
+            return
+        await asyncio.to_thread(lease.append, header, batch)
+
     async def _lease_and_write(self, session: Session, batch: Sequence[Event]) -> None:
         """Take the lease of a session this registry drives without one yet, and write `batch`
-        through it: both in one worker-thread call, as a thread hop costs about as much as either
-        (a new session's first flush is most of what writing a short session costs)."""
+        through it: both on this thread when the store allows (`QuickLeasingStore`), else both in
+        one worker-thread call, as a thread hop costs about as much as either (a new session's
+        first flush is most of what writing a short session costs)."""
         import asyncio
 
         session_id = session.id
         held = self._leases.get(session_id)  # taken by another task while this one waited
         if held is not None:
-            await asyncio.to_thread(held.append, session.header, batch)
+            await self._write(held, session.header, batch)
             return
         store = self._store()
+        creating = batch[0].seq == 0
+        if _writes_now(type(store)):
+            lease = self._leases[session_id] = self._lease_from(store, session_id, 0.0, creating=creating)
+            await self._write(lease, session.header, batch)
+            return
 
         def lease_and_write() -> tuple[SessionLease, Exception | None]:
-            lease = self._lease_from(store, session_id, 0.0, creating=batch[0].seq == 0)
+            lease = self._lease_from(store, session_id, 0.0, creating=creating)
             try:
                 lease.append(session.header, batch)
             except Exception as exc:  # noqa: BLE001 - re-raised below, once the registry keeps the lease

@@ -272,3 +272,35 @@ class LeasingStore(SessionStore, Protocol):
         it, even from the same process, is refused like anyone's.
         """
         ...
+
+
+class QuickLease(SessionLease, Protocol):
+    """The lease of a `QuickLeasingStore`: it also writes with `append_now`, the store's, under the lease."""
+
+    def append_now(self, header: SessionHeader, events: Sequence[Event]) -> bool:
+        """`QuickLeasingStore.append_now` under the lease."""
+        ...
+
+
+@runtime_checkable
+class QuickLeasingStore(LeasingStore, Protocol):
+    """A leasing store whose short writes may run on an event loop's own thread (an optional capability).
+
+    Handing a write to a worker thread costs about as much as writing a short batch, so the host
+    writes on its event loop's thread what such a store can write without waiting: `lease` with
+    `wait=0` makes only quick local calls (no network round trip, no sleep), and the host writes
+    through a lease's `append_now` first, falling back to `append` on a worker thread.
+    """
+
+    def append_now(self, header: SessionHeader, events: Sequence[Event]) -> bool:
+        """`append` on the calling thread when it cannot wait on anything; whether it was done.
+
+        False, with nothing written, when the write would have to wait (on another writer, on a
+        sync to disk) or is too large to be quick: the caller then calls `append` from a worker
+        thread. Errors are `append`'s.
+        """
+        ...
+
+    def lease(self, session_id: str, *, wait: float = 0.0) -> QuickLease:
+        """`LeasingStore.lease`; with `wait=0` it may be called on an event loop's thread."""
+        ...

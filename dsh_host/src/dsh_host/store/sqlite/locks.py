@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.store.base import SessionBusy, StoreError
@@ -44,6 +45,14 @@ def lock_path(folder: Path, session_id: str) -> str:
     return os.path.join(folder, f"{digest[:32]}.lock")
 
 
+class Writes(Protocol):
+    """How a lease writes its session: the store's two appends."""
+
+    def append(self, header: SessionHeader, events: Sequence[Event]) -> None: ...
+
+    def append_now(self, header: SessionHeader, events: Sequence[Event]) -> bool: ...
+
+
 class FileLease:
     """A held lock file: the session's lease until `release` (or the process's end)."""
 
@@ -52,13 +61,13 @@ class FileLease:
         session_id: str,
         path: str,
         fd: int,
-        write: Callable[[SessionHeader, Sequence[Event]], None],
+        writes: Writes,
         released: Callable[[FileLease], None],
     ) -> None:
         self._session_id = session_id
         self._path = path
         self._fd: int | None = fd
-        self._write = write
+        self._writes = writes
         self._released = released
 
     @property
@@ -67,9 +76,17 @@ class FileLease:
 
     def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
         """The store's `append`, while the lease is held."""
+        self._check_held()
+        self._writes.append(header, events)
+
+    def append_now(self, header: SessionHeader, events: Sequence[Event]) -> bool:
+        """The store's `append_now`, while the lease is held."""
+        self._check_held()
+        return self._writes.append_now(header, events)
+
+    def _check_held(self) -> None:
         if self._fd is None:
             raise StoreError(f"the lease of session {self._session_id!r} was released")
-        self._write(header, events)
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -82,11 +99,11 @@ def take(
     folder: Path,
     session_id: str,
     wait: float,
-    write: Callable[[SessionHeader, Sequence[Event]], None],
+    writes: Writes,
     released: Callable[[FileLease], None],
 ) -> FileLease:
-    """`session_id`'s lease, waiting up to `wait` seconds for it; the lease writes with `write`
-    and reports its release to `released`.
+    """`session_id`'s lease, waiting up to `wait` seconds for it; the lease writes through
+    `writes` and reports its release to `released`.
 
     `SessionBusy` when another open of its lock file (another process, or this one) holds it longer.
     """
@@ -100,7 +117,7 @@ def take(
         # Polling: flock has no timeout, and a waiter must be able to give up.
         time.sleep(min(pause, remaining))
         pause = min(pause * 2, _LONGEST_PAUSE_S)
-    return FileLease(session_id, path, fd, write, released)
+    return FileLease(session_id, path, fd, writes, released)
 
 
 @contextlib.contextmanager

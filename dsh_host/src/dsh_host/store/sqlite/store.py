@@ -22,7 +22,7 @@ from dsh_host.store import rows
 from dsh_host.store.base import (
     CandidateRow,
     ListingKey,
-    SessionLease,
+    QuickLease,
     SessionNotFound,
     SessionRow,
     StoredTitle,
@@ -31,8 +31,19 @@ from dsh_host.store.base import (
 from dsh_host.store.codec import encode, from_sqlite, to_sqlite
 from dsh_host.store.leases import OutstandingLeases
 from dsh_host.store.sqlite import locks, relevance, schema, search
-from dsh_host.store.sqlite.connection import Transaction, connect
+from dsh_host.store.sqlite.connection import Transaction, WriterBusy, connect, connect_quick
 from dsh_host.store.sqlite.schema import Progress
+
+QUICK_EVENTS = 4096
+"""The most events `append_now` writes on the calling thread (about as long as appending them took)."""
+QUICK_BYTES = 1 << 20
+"""The most log text, in characters, `append_now` writes on the calling thread."""
+# SQLite's own automatic checkpoint threshold, in log pages, and what a quick write is counted
+# as adding: its text over the default page size, plus the pages every commit rewrites
+# (the session row, the surface, the search indexes' segments, interior pages).
+_CHECKPOINT_PAGES = 1000
+_PAGE_BYTES = 4096
+_PAGES_PER_COMMIT = 8
 
 _SEQ_BITS = 32
 _LAST_SEQ = (1 << _SEQ_BITS) - 1
@@ -81,6 +92,9 @@ class SqliteSessionStore:
         self._progress = progress
         self._local = threading.local()
         self._write_lock = threading.Lock()
+        self._quick: sqlite3.Connection | None = None
+        # Log pages the quick writes committed without a checkpoint (an estimate, see `append_now`).
+        self._unchecked_pages = 0
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._leases: OutstandingLeases[locks.FileLease] = OutstandingLeases()
@@ -147,11 +161,11 @@ class SqliteSessionStore:
 
     # -- leases ------------------------------------------------------------------------------
 
-    def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+    def lease(self, session_id: str, *, wait: float = 0.0) -> QuickLease:
         """Take `session_id`'s lease: its lock file beside the database (see `LeasingStore.lease`)."""
         if self._closed:
             raise StoreError(f"session store {self.path} is closed")
-        return self._leases.add(locks.take(self._locks_folder, session_id, wait, self.append, self._leases.discard))
+        return self._leases.add(locks.take(self._locks_folder, session_id, wait, self, self._leases.discard))
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -161,18 +175,52 @@ class SqliteSessionStore:
             return
         batch = rows.Batch(header, events)
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT pk, next_seq, next_ord FROM sessions WHERE id = ?", (encode(header.id),)
-            ).fetchone()
-            if row is None:
-                if batch.first != 0:
-                    raise batch.not_stored()
-                pk = _insert_session(conn, header, batch.title)
-                next_seq, next_ord = 0, 0
-            else:
-                pk, next_seq, next_ord = row
-            batch.check_start(next_seq)
-            _write_events(conn, pk, batch, next_ord, titled=row is None)
+            _append_batch(conn, batch, batch.lines())
+        if self._unchecked_pages >= _CHECKPOINT_PAGES:
+            self._checkpoint(conn)
+
+    def append_now(self, header: SessionHeader, events: Sequence[Event]) -> bool:
+        """`append` on the calling thread, if it need not wait; whether it was done (see `QuickLeasingStore`).
+
+        It declines a batch over `QUICK_EVENTS` events or `QUICK_BYTES` of log text, a write
+        while another thread or process is writing, and any write once the log is due a
+        checkpoint: those go to `append` on a worker thread, which checkpoints.
+        """
+        if not events:
+            return True
+        if len(events) > QUICK_EVENTS or self._unchecked_pages >= _CHECKPOINT_PAGES:
+            return False
+        batch = rows.Batch(header, events)
+        lines = batch.lines()
+        size = sum(map(len, lines))
+        if size > QUICK_BYTES:
+            return False
+        try:
+            with Transaction(self._quick_connection(), "BEGIN IMMEDIATE", self._write_lock, wait=False) as conn:
+                _append_batch(conn, batch, lines)
+                # Counted inside, under the write lock: a rough count of the log pages this wrote.
+                self._unchecked_pages += size // _PAGE_BYTES + _PAGES_PER_COMMIT
+        except WriterBusy:
+            return False
+        return True
+
+    def _quick_connection(self) -> sqlite3.Connection:
+        """The connection of quick writes (`append_now`); used only under the write lock."""
+        if self._closed:
+            raise StoreError(f"session store {self.path} is closed")
+        conn = self._quick
+        if conn is None:
+            conn = self._quick = connect_quick(self.path)
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Copy the log's committed pages into the database file, as SQLite's automatic
+        checkpoint would have at the quick writes' commits (which skip it)."""
+        with self._write_lock:
+            self._unchecked_pages = 0
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def import_log(self, header: SessionHeader, events: Sequence[Event], *, replace: bool = False) -> None:
         """Store a whole, already validated log in one transaction (`replace` drops an existing one)."""
@@ -185,7 +233,7 @@ class SqliteSessionStore:
                 _delete(conn, row[0])
             pk = _insert_session(conn, header, None if batch is None else batch.title)
             if batch is not None:
-                _write_events(conn, pk, batch, 0, titled=True)
+                _write_events(conn, pk, batch, batch.lines(), 0, titled=True)
 
     def delete(self, session_id: str) -> bool:
         with self._undriven(session_id), self._write() as conn:
@@ -313,12 +361,29 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, title: rows
     return pk
 
 
-def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord: int, *, titled: bool) -> None:
-    """Insert a batch's event rows, then update the surface and session rows.
+def _append_batch(conn: sqlite3.Connection, batch: rows.Batch, lines: list[str]) -> None:
+    """Write `batch` (whose `lines()` are `lines`) after the stored session's last event, or as a new session."""
+    header = batch.header
+    row = conn.execute("SELECT pk, next_seq, next_ord FROM sessions WHERE id = ?", (encode(header.id),)).fetchone()
+    if row is None:
+        if batch.first != 0:
+            raise batch.not_stored()
+        pk = _insert_session(conn, header, batch.title)
+        next_seq, next_ord = 0, 0
+    else:
+        pk, next_seq, next_ord = row
+    batch.check_start(next_seq)
+    _write_events(conn, pk, batch, lines, next_ord, titled=row is None)
+
+
+def _write_events(
+    conn: sqlite3.Connection, pk: int, batch: rows.Batch, lines: list[str], next_ord: int, *, titled: bool
+) -> None:
+    """Insert a batch's event rows (`lines` are its `lines()`), then update the surface and session rows.
 
     `titled`: the session row already holds the batch's title (it was created with it).
     """
-    _insert_events(conn, _event_values(batch, pk << _SEQ_BITS))
+    _insert_events(conn, _event_values(batch, lines, pk << _SEQ_BITS))
     next_ord = _write_surface(conn, pk, batch.nodes, next_ord)
     active = batch.events[-1].time
     if batch.title is None or titled:
@@ -335,12 +400,11 @@ def _write_events(conn: sqlite3.Connection, pk: int, batch: rows.Batch, next_ord
         )
 
 
-def _event_values(batch: rows.Batch, base: int) -> list[object]:
+def _event_values(batch: rows.Batch, lines: list[str], base: int) -> list[object]:
     """The `events` rows' values, one row after another (key, type, line), keys from `base`."""
     kinds: list[Any] = batch.kinds  # str, or bytes once a lone surrogate is in one
     if not "".join(kinds).isascii():
         kinds = list(map(to_sqlite, kinds))  # a lone surrogate makes a type bytes
-    lines = batch.lines()
     values: list[object] = [None] * (3 * len(lines))
     values[0::3] = range(base | batch.first, base | (batch.last + 1))
     values[1::3] = kinds
