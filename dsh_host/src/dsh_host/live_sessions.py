@@ -213,13 +213,13 @@ class SessionRegistry:
 
         An untitled session whose pending events hold its first direct prompt gets its
         fallback title here, in the same batch, so a title is never lost to a crash window.
-        The store writes on a worker thread; flushes of one session run one at a time, and
-        events appended meanwhile wait for the next flush. The first flush of a session this
+        The store writes on a worker thread (on this one when it can without waiting, see
+        `QuickLeasingStore`); flushes of one session run one at a time, and events appended
+        meanwhile wait for the next flush. The first flush of a session this
         registry holds no lease of takes it (`SessionBusy` when another host drives it); when
         the lease turns out lost to another host, the session stops being driven here and
         every later flush of it raises `SessionBusy`.
         """
-
         async with self._loop_lock(self._flushing, session.id):
             if session.id in self._untitled:
                 self._title(session)

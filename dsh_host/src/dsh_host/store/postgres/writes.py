@@ -145,9 +145,10 @@ def _try_insert_session(conn: psycopg.Connection, header: SessionHeader) -> int 
 def _write_events(conn: psycopg.Connection, pk: int, batch: rows.Batch, next_ord: int) -> None:
     """Insert a batch's event rows, then update the surface and session rows."""
     lines = batch.lines()
-    if "\n" in "".join(lines):  # JSON text never holds a raw newline; a line that did would split apart
+    text = "\n".join(lines)
+    if text.count("\n") != len(lines) - 1:  # JSON text never holds a raw newline; a line that did would split apart
         raise StoreError(f"session {batch.header.id!r}: a log line holds a raw newline; nothing was written")
-    conn.execute(_INSERT_EVENTS, (pk, batch.first, "\n".join(lines)))
+    conn.execute(_INSERT_EVENTS, (pk, batch.first, text))
     appended: list[tuple[object, ...]] = []
     raw_text = False
     for event in batch.nodes:

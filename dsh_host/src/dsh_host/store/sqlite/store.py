@@ -121,14 +121,21 @@ class SqliteSessionStore:
 
     # -- connections and transactions --------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"session store {self.path} is closed")
+
+    def _kept(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        """`conn`, listed among the connections `close` closes."""
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    def _connection(self) -> sqlite3.Connection:
+        self._check_open()
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = connect(self.path)
-            with self._connections_lock:
-                self._connections.append(conn)
+            conn = self._local.conn = self._kept(connect(self.path))
         return conn
 
     def _write(self) -> Transaction:
@@ -163,8 +170,7 @@ class SqliteSessionStore:
 
     def lease(self, session_id: str, *, wait: float = 0.0) -> QuickLease:
         """Take `session_id`'s lease: its lock file beside the database (see `LeasingStore.lease`)."""
-        if self._closed:
-            raise StoreError(f"session store {self.path} is closed")
+        self._check_open()
         return self._leases.add(locks.take(self._locks_folder, session_id, wait, self, self._leases.discard))
 
     # -- writes ------------------------------------------------------------------------------
@@ -206,14 +212,10 @@ class SqliteSessionStore:
 
     def _quick_connection(self) -> sqlite3.Connection:
         """The connection of quick writes (`append_now`); used only under the write lock."""
-        if self._closed:
-            raise StoreError(f"session store {self.path} is closed")
-        conn = self._quick
-        if conn is None:
-            conn = self._quick = connect_quick(self.path)
-            with self._connections_lock:
-                self._connections.append(conn)
-        return conn
+        self._check_open()
+        if self._quick is None:
+            self._quick = self._kept(connect_quick(self.path))
+        return self._quick
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
         """Copy the log's committed pages into the database file, as SQLite's automatic
