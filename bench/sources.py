@@ -140,7 +140,7 @@ def figures(tmp: Path) -> Iterator[Figure]:
     source = host.sources.get("claude-code")
     sid = f"claude-code:{big.stem}"
     source.read_surface(sid)  # the index learns where the session is (a listing would)
-    read, bare = interleaved(lambda: source.read_surface(sid), lambda: _bare_read([big]), rounds=3, repeat=1)
+    read, bare = interleaved(lambda: source.read_surface(sid), lambda: _bare_read([big]), rounds=6, repeat=1)
     yield Figure(
         "sources_read_surface_50mb", read, bare, target=1.5, note=f"{size_mb:.0f} MB transcript vs read + json.loads"
     )

@@ -42,7 +42,7 @@ from typing import Any
 
 from bench.timing import Figure
 
-ROUNDS = 15
+ROUNDS = 21
 IMPORTTIME_RUNS = 3
 SESSIONS = 100
 FLOOR = Path(__file__).with_name("startup_floor.py")

@@ -161,7 +161,10 @@ def read_surface_figures(workdir: Path) -> Iterator[Figure]:
             baseline_read, conn = sql_read(host.store.path, "log-200k", small)
             try:
                 baseline, t200, t400 = interleaved(
-                    baseline_read, lambda: read_surface("log-200k"), lambda: read_surface("log-400k")
+                    baseline_read,
+                    lambda: read_surface("log-200k"),
+                    lambda: read_surface("log-400k"),
+                    rounds=10,
                 )
             finally:
                 conn.close()
