@@ -13,8 +13,9 @@
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
   `sessions` keep it, through the `dsh_fold` function every connection registers.
 
-One statement ranks name and body matches together, stops at the limit and returns the text of
-each body match's best node, which the snippet is cut from. A progress handler checks the cancel event, so a
+One statement ranks name and body matches together (a body search whose query names no session
+skips the name arm), stops at the limit; a second reads the text of each body match's best
+node, which the snippet is cut from. A progress handler checks the cancel event, so a
 superseded search stops within a few thousand VM steps.
 """
 
@@ -152,20 +153,29 @@ def _names_source(needle: str) -> tuple[str, object]:
 # The cwd groups rank first (see `SessionStore.search_candidates`), unless the caller asked for none.
 _GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END, "
 
+# Every matching node: its session's pk, its search key and its score.
+_BODY = f"SELECT {_PK_OF_ROWID} AS pk, rowid AS key, rank AS score FROM surface_fts WHERE surface_fts MATCH :match"
+
 # Every name match and every matching node, in rank order: a session's first row stands for it
 # (a name match sorts before its nodes, its best node before the rest), so the caller reads
 # rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
 _RANKED = f"""
 WITH names(pk) AS ({{names}})
 SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
-FROM (
-    SELECT pk, NULL AS key, 0.0 AS score FROM names
-    UNION ALL
-    SELECT {_PK_OF_ROWID}, rowid, rank FROM surface_fts WHERE surface_fts MATCH :match
-) AS m
+FROM (SELECT pk, NULL AS key, 0.0 AS score FROM names UNION ALL {_BODY}) AS m
 JOIN sessions AS s ON s.pk = m.pk
 WHERE s.id IS NOT :target
 ORDER BY {{group}}m.key IS NOT NULL, m.score, s.created_at DESC, s.id
+"""
+
+# The same rows when no session matches by name, as most body searches find: with no union to
+# materialize, each node goes from the full-text index straight to the sorter.
+_RANKED_BODY = f"""
+SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
+FROM ({_BODY}) AS m
+JOIN sessions AS s ON s.pk = m.pk
+WHERE s.id IS NOT :target
+ORDER BY {{group}}m.score, s.created_at DESC, s.id
 """
 
 _RANKED_NAMES = """
@@ -207,12 +217,13 @@ def search(
     group = ""
     if group_by_cwd:
         group, params["cwd"] = _GROUP, to_sqlite(target_cwd)
+    sql: str | None = None  # a body search picks its statement in the transaction (`_ranked`)
+    names = ""
     if not needle:
         sql = _EVERY_SESSION.format(group=group)
     else:
         names, params["needle"] = _names_source(needle)
         if words:
-            sql = _RANKED.format(names=names, group=group)
             params["match"] = " ".join(fts_phrase(word) for word in words)
         else:
             sql = _RANKED_NAMES.format(names=names, group=group)
@@ -222,9 +233,7 @@ def search(
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = (
-                _first_per_session(conn.execute(sql, params), limit) if words else conn.execute(sql, params).fetchall()
-            )
+            rows = _ranked(conn, names, group, params, limit) if sql is None else conn.execute(sql, params).fetchall()
             texts = _texts(conn, [row[5] for row in rows if row[5] is not None])
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
@@ -249,6 +258,13 @@ def search(
         )
         for sid, created, cwd, title, active, key, score in rows
     ]
+
+
+def _ranked(conn: sqlite3.Connection, names: str, group: str, params: dict[str, object], limit: int) -> list[tuple]:
+    """The rows of the first `limit` sessions that match by name or body, one per session."""
+    (named,) = conn.execute(f"SELECT EXISTS ({names})", params).fetchone()
+    sql = (_RANKED if named else _RANKED_BODY).format(names=names, group=group)
+    return _first_per_session(conn.execute(sql, params), limit)
 
 
 def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
