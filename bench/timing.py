@@ -1,16 +1,51 @@
-"""Shared timing helpers for the benchmark modules."""
+"""Shared timing helpers for the benchmark modules.
+
+A figure compares a function with its baseline measured in the same run. `interleaved` times
+them in alternating rounds and keeps each one's best time per round. The ratio a figure reports
+is the median, over the rounds, of the value's best over the baseline's best in the same round:
+this machine runs at different speeds for seconds at a time, and the two sides of one round
+share the speed of that moment, so it cancels out of the round's ratio, while a round that
+straddles a change of speed is one outlier among many. The ratio of the overall bests (what the
+figures reported before) is kept beside it as `ratio_of_bests`.
+"""
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True)
+class Timing:
+    """One function's times from `interleaved`: its best wall time in each round, in seconds."""
+
+    rounds: tuple[float, ...]
+
+    @property
+    def best(self) -> float:
+        return min(self.rounds)
+
+    @classmethod
+    def slowest(cls, *timings: Timing) -> Timing:
+        """Round by round, the slowest of several functions timed in the same rounds."""
+        return cls(tuple(map(max, zip(*(timing.rounds for timing in timings), strict=True))))
+
+
+def paired_ratio(value: Timing, baseline: Timing) -> float:
+    """The median over rounds of `value`'s best time over `baseline`'s best time in that round."""
+    return statistics.median(v / b for v, b in zip(value.rounds, baseline.rounds, strict=True))
+
+
+@dataclass(frozen=True)
 class Figure:
-    """One benchmark figure: a measured value, its same-run baseline, and the target ratio."""
+    """One benchmark figure: a measured value, its same-run baseline, and the target ratio.
+
+    `value` and `baseline` are in `unit` (the overall bests, for timed figures). `paired` is the
+    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio.
+    """
 
     name: str
     value: float
@@ -20,17 +55,25 @@ class Figure:
     note: str = ""
     # For throughput figures (events/s) a higher value is better, so the ratio is inverted.
     higher_is_better: bool = False
+    paired: float | None = None
 
     @property
-    def ratio(self) -> float:
+    def ratio_of_bests(self) -> float:
         if self.higher_is_better:
             return self.baseline / self.value if self.value else float("inf")
         return self.value / self.baseline if self.baseline else float("inf")
 
+    @property
+    def ratio(self) -> float:
+        return self.ratio_of_bests if self.paired is None else self.paired
+
     def as_json(self) -> dict:
         out = asdict(self)
         out.pop("higher_is_better")
+        out.pop("paired")
         out["ratio"] = round(self.ratio, 3)
+        if self.paired is not None:
+            out["ratio_of_bests"] = round(self.ratio_of_bests, 3)
         out["met"] = None if self.target is None else self.ratio <= self.target
         return out
 
@@ -51,11 +94,11 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
     return best
 
 
-def interleaved(*fns: Callable[[], object], rounds: int = 5, repeat: int = 3) -> list[float]:
-    """Best time of each function, measured in alternating rounds so that load on a shared
-    machine drifting during the run weighs on every figure alike."""
-    best = [float("inf")] * len(fns)
+def interleaved(*fns: Callable[[], object], rounds: int = 5, repeat: int = 3) -> list[Timing]:
+    """Each function's best of `repeat` calls in each of `rounds` alternating rounds, so that
+    load on a shared machine drifting during the run weighs on every figure alike."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            best[i] = min(best[i], best_of(fn, repeat=repeat))
-    return best
+        for fn, kept in zip(fns, times, strict=True):
+            kept.append(best_of(fn, repeat=repeat))
+    return [Timing(tuple(kept)) for kept in times]
