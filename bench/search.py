@@ -124,7 +124,7 @@ def query_figures(
         assert len(rows) == LIMIT
         return rows
 
-    baseline, t_large, t_small = interleaved(bare, lambda: search(large), lambda: search(small), rounds=10, repeat=10)
+    baseline, t_large, t_small = interleaved(bare, lambda: search(large), lambda: search(small), rounds=20, repeat=10)
     yield Figure(
         name=f"search_body_100k_{kind}",
         value=t_large.best,
