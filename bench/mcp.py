@@ -14,7 +14,7 @@ process on a host of the same configuration, timed in the same run, alternating 
 - `mcp_search_sessions_100k`: `search_sessions` ("migration bug", a cwd, 50 results) over stdio
   over 100,000 sessions vs the query service's `search_candidates` of the same in process.
 - `mcp_resources_last_page_100k`: the last `resources/list` page of 100,000 sessions vs the
-  first, both over stdio (the best of many alternating calls: the same work at both ends).
+  first, both over stdio (each round's best of many calls, alternating: the same work at both ends).
 
 Start-up (spawn to the `initialize` answer, and the share of it spent importing the SDK) is in
 `bench/startup.py` (`startup_mcp_initialize`, `startup_mcp_sdk_import`).
@@ -195,7 +195,7 @@ def large_figures(workdir: Path) -> Iterator[Figure]:
                 break
             cursors.append(page["nextCursor"])
         assert page["resources"][-1]["uri"] == encode_uri(host.store.list_sessions_page(1, (0, ""))[0].id)
-        # The same work at both ends: the best of many alternating calls, which a loaded machine's
+        # The same work at both ends: each round's best of many calls, which a loaded machine's
         # scheduling delays (the bulk of a call's spread here) reach least.
         first, last = interleaved(
             lambda: client.call("resources/list", {}),
@@ -211,7 +211,7 @@ def large_figures(workdir: Path) -> Iterator[Figure]:
             target=1.2,
             note=(
                 f"resources/list page {len(cursors)} (the last) of 100,000 sessions vs page 1, both over stdio, "
-                "best of 10 alternating rounds of 20 calls"
+                "median over 10 alternating rounds of the ratio of each round's best of 20 calls"
             ),
         )
     finally:
