@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host import Agent
 from dsh_host.config import load_config
 from dsh_host.host import Host
@@ -88,26 +88,24 @@ def figures(workdir: Path) -> Iterator[Figure]:
             repeat=2,
         )
         per_turn = len(logged) // TURNS
-        yield Figure(
-            name="agent_turns",
-            value=TURNS / agent_time.best,
-            baseline=TURNS / bare_time.best,
-            paired=paired_ratio(agent_time, bare_time),
+        yield Figure.timed(
+            "agent_turns",
+            agent_time,
+            bare_time,
+            per=TURNS,
             unit="turns/s",
             target=1.5,
-            higher_is_better=True,
             note=(
                 f"{TURNS} scripted turns of a 200-token reply (~{per_turn} events each, {CHUNKS_PER_READ} chunks "
                 "per read) through the agent loop vs Session.append of the same events, flushed where the loop flushes"
             ),
         )
-        yield Figure(
-            name="agent_turns_yield_per_chunk",
-            value=TURNS / per_chunk_time.best,
-            baseline=TURNS / bare_time.best,
-            paired=paired_ratio(per_chunk_time, bare_time),
+        yield Figure.timed(
+            "agent_turns_yield_per_chunk",
+            per_chunk_time,
+            bare_time,
+            per=TURNS,
             unit="turns/s",
-            higher_is_better=True,
             note="the same turns with the model yielding to the event loop at every chunk (one read per event)",
         )
     finally:

@@ -37,7 +37,7 @@ import orjson
 
 from bench.search import LARGE, build
 from bench.session_reference import build_events
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host import Host, SessionHeader, load_config
 from dsh_session_reference import encode_uri
 
@@ -203,11 +203,10 @@ def large_figures(workdir: Path) -> Iterator[Figure]:
             rounds=10,
             repeat=20,
         )
-        yield Figure(
-            name="mcp_resources_last_page_100k",
-            value=last.best,
-            baseline=first.best,
-            paired=paired_ratio(last, first),
+        yield Figure.timed(
+            "mcp_resources_last_page_100k",
+            last,
+            first,
             target=1.2,
             note=(
                 f"resources/list page {len(cursors)} (the last) of 100,000 sessions vs page 1, both over stdio, "

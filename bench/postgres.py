@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.store import SURFACE, append_turn, compacted_session, turn_events
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host import Config, Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
 from dsh_host.session.surface import fold
@@ -112,11 +112,10 @@ def read_surface_figure(database: Any, workdir: Path) -> Figure:
             assert len(bench.run(query.read_surface("log-200k")).events) == SURFACE
 
         baseline, value = interleaved(bare, read)
-    return Figure(
-        name="pg_read_surface_200k",
-        value=value.best,
-        baseline=baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "pg_read_surface_200k",
+        value,
+        baseline,
         target=2.0,
         note="session_query.read_surface of a persisted 200,000-event log (2,000 on the surface) vs a bare SELECT of "
         "those 2,000 rows by key + json.loads, same role under RLS",
@@ -148,11 +147,10 @@ def list_sessions_figure(database: Any, workdir: Path) -> Figure:
             assert len(records) == count and records[0].title
 
         baseline, value = interleaved(bare, listing)
-    return Figure(
-        name="pg_list_sessions_10k",
-        value=value.best,
-        baseline=baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "pg_list_sessions_10k",
+        value,
+        baseline,
         target=3.0,
         note="session_query.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, "
         "title, last_activity_at, same role under RLS",
@@ -196,14 +194,13 @@ def append_flush_figure(database: Any, workdir: Path) -> Figure:
         # Alternating rounds, so load on a shared machine drifting during the run weighs on both.
         baseline, value = interleaved(copy, append_and_flush, rounds=5, repeat=3)
     n = len(lines)
-    return Figure(
-        name="pg_append_flush_1000",
-        value=n / value.best,
-        baseline=n / baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "pg_append_flush_1000",
+        value,
+        baseline,
+        per=n,
         unit="events/s",
         target=3.0,
-        higher_is_better=True,
         note="Session.append of a prebuilt 1,000-event turn + host.sessions.flush (one transaction) vs one COPY of "
         "the same rows into a table of the same layout",
     )

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.store import turn_events
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_host.store.search import searchable_condition
@@ -125,20 +125,18 @@ def query_figures(
         return rows
 
     baseline, t_large, t_small = interleaved(bare, lambda: search(large), lambda: search(small), rounds=20, repeat=10)
-    yield Figure(
-        name=f"search_body_100k_{kind}",
-        value=t_large.best,
-        baseline=baseline.best,
-        paired=paired_ratio(t_large, baseline),
+    yield Figure.timed(
+        f"search_body_100k_{kind}",
+        t_large,
+        baseline,
         target=2.0,
         note=f"search_candidates({query!r}, limit={LIMIT}) over 100,000 sessions (1,000,000 surface messages; "
         f"{count:,} hold the words) vs a bare FTS5 MATCH ... ORDER BY rank LIMIT {LIMIT}",
     )
-    yield Figure(
-        name=f"search_body_100k_vs_10k_{kind}",
-        value=t_large.best,
-        baseline=t_small.best,
-        paired=paired_ratio(t_large, t_small),
+    yield Figure.timed(
+        f"search_body_100k_vs_10k_{kind}",
+        t_large,
+        t_small,
         target=1.5,
         note=f"the same search over 100,000 sessions vs over 10,000 (in both, {count:,} sessions match)",
     )
@@ -204,11 +202,10 @@ def append_figure(workdir: Path, indexed: SqliteSessionStore) -> Figure:
         baseline, value = interleaved(lambda: append(plain), lambda: append(indexed), rounds=24, repeat=3)
     finally:
         plain.close()
-    return Figure(
-        name="append_turn_indexed",
-        value=value.best,
-        baseline=baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "append_turn_indexed",
+        value,
+        baseline,
         target=1.3,
         note=f"store.append of a prebuilt {len(batch)}-event turn (new session) into the 10,000-session store with "
         "its search triggers vs a copy without them",

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import Figure, Timing, interleaved, paired_ratio
+from bench.timing import Figure, Timing, interleaved
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader
@@ -108,11 +108,10 @@ def prepare_figure(workdir: Path) -> Figure:
         )
         baseline = Timing.slowest(*reads)
         retained = sum(ref["retainedMessages"] for ref in meta)
-        return Figure(
-            name="prepare_3x200k",
-            value=value.best,
-            baseline=baseline.best,
-            paired=paired_ratio(value, baseline),
+        return Figure.timed(
+            "prepare_3x200k",
+            value,
+            baseline,
             target=1.5,
             note=(
                 f"prepare() of 3 references to persisted {EVENTS_PER_SESSION:,}-event sessions "
@@ -156,11 +155,10 @@ def candidates_figure(workdir: Path) -> Figure:
             _runner(loop, query.list_sessions),
             _runner(loop, lambda: service.list_candidates(target, "topic 1", limit=50)),
         )
-        return Figure(
-            name="list_candidates_10k",
-            value=value.best,
-            baseline=baseline.best,
-            paired=paired_ratio(value, baseline),
+        return Figure.timed(
+            "list_candidates_10k",
+            value,
+            baseline,
             target=1.5,
             note=(
                 f"list_candidates(query, limit 50) over {CANDIDATE_SESSIONS:,} titled sessions, none in "

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host import Config, Host, SessionHeader
 from dsh_host.session.events import Event
 
@@ -141,13 +141,12 @@ def figures(tmp: Path) -> Iterator[Figure]:
     sid = f"claude-code:{big.stem}"
     source.read_surface(sid)  # the index learns where the session is (a listing would)
     read, bare = interleaved(lambda: source.read_surface(sid), lambda: _bare_read([big]), rounds=6, repeat=1)
-    yield Figure(
+    yield Figure.timed(
         "sources_read_surface_50mb",
-        read.best,
-        bare.best,
+        read,
+        bare,
         target=1.5,
         note=f"{size_mb:.0f} MB transcript vs read + json.loads",
-        paired=paired_ratio(read, bare),
     )
     host.close()
 
@@ -223,20 +222,18 @@ def figures(tmp: Path) -> Iterator[Figure]:
     warm_time, store_time = interleaved(warm, store, rounds=3, repeat=3)
     source = cold_host.sources.get("claude-code")
     check, stats = interleaved(source.refresh, lambda: [os.stat(path) for path in paths], rounds=3, repeat=3)
-    yield Figure(
+    yield Figure.timed(
         "sources_freshness_check_5k",
-        check.best,
-        stats.best,
+        check,
+        stats,
         note=f"re-checking {FILES_5K} unchanged files vs stat-ing them",
-        paired=paired_ratio(check, stats),
     )
-    yield Figure(
+    yield Figure.timed(
         "sources_candidates_5k_warm",
-        warm_time.best,
-        store_time.best,
+        warm_time,
+        store_time,
         target=1.5,
         note=f"'{QUERY}' over {FILES_5K} transcripts (index warm) vs over {FILES_5K} stored sessions",
-        paired=paired_ratio(warm_time, store_time),
     )
     cold_host.close()
     stored_host.close()

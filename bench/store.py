@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import Figure, interleaved, paired_ratio
+from bench.timing import Figure, interleaved
 from dsh_host.config import load_config
 from dsh_host.host import Host
 from dsh_host.session.events import Event, SessionHeader
@@ -170,20 +170,18 @@ def read_surface_figures(workdir: Path) -> Iterator[Figure]:
                 conn.close()
         finally:
             loop.close()
-    yield Figure(
-        name="read_surface_200k",
-        value=t200.best,
-        baseline=baseline.best,
-        paired=paired_ratio(t200, baseline),
+    yield Figure.timed(
+        "read_surface_200k",
+        t200,
+        baseline,
         target=2.0,
         note="session_query.read_surface of a persisted 200,000-event log (2,000 on the surface) vs a bare "
         "SELECT of those 2,000 rows by key + json.loads",
     )
-    yield Figure(
-        name="read_surface_400k_vs_200k",
-        value=t400.best,
-        baseline=t200.best,
-        paired=paired_ratio(t400, t200),
+    yield Figure.timed(
+        "read_surface_400k_vs_200k",
+        t400,
+        t200,
         target=1.2,
         note="the same read on 400,000 events (twice the chunks, same surface) vs the 200,000-event read",
     )
@@ -235,11 +233,10 @@ def list_sessions_figure(workdir: Path) -> Figure:
         finally:
             conn.close()
             loop.close()
-    return Figure(
-        name="list_sessions_10k",
-        value=value.best,
-        baseline=baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "list_sessions_10k",
+        value,
+        baseline,
         target=3.0,
         note="session_query.list_sessions over 10,000 titled sessions vs a bare SELECT id, cwd, created_at, title",
     )
@@ -331,14 +328,13 @@ def append_flush_figure(workdir: Path) -> Figure:
         finally:
             conn.close()
             loop.close()
-    return Figure(
-        name="append_flush_1000",
-        value=events_per_turn / value.best,
-        baseline=events_per_turn / baseline.best,
-        paired=paired_ratio(value, baseline),
+    return Figure.timed(
+        "append_flush_1000",
+        value,
+        baseline,
+        per=events_per_turn,
         unit="events/s",
         target=3.0,
-        higher_is_better=True,
         note="Session.append of a prebuilt 1,000-event turn + host.sessions.flush vs executemany of the same rows in "
         "one transaction into the same table layout",
     )

@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,16 @@ class Figure:
     # For throughput figures (events/s) a higher value is better, so the ratio is inverted.
     higher_is_better: bool = False
     paired: float | None = None
+
+    @classmethod
+    def timed(cls, name: str, value: Timing, baseline: Timing, *, per: float | None = None, **fields: Any) -> Figure:
+        """A figure of two functions timed by `interleaved`: their overall bests, in seconds (or,
+        with `per`, as the throughput `per / seconds`, where higher is better), and the median of
+        their per-round time ratios as its ratio."""
+        paired = paired_ratio(value, baseline)
+        if per is None:
+            return cls(name, value.best, baseline.best, paired=paired, **fields)
+        return cls(name, per / value.best, per / baseline.best, higher_is_better=True, paired=paired, **fields)
 
     @property
     def ratio_of_bests(self) -> float:
