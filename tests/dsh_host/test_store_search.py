@@ -16,7 +16,13 @@ from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 from dsh_host.store.base import SearchCancelled
-from dsh_host.store.search import CHECKPOINT_SOURCE_KIND, CHECKPOINT_SOURCE_PLUGIN, SNIPPET_CHARS, snippet_cutter
+from dsh_host.store.search import (
+    CHECKPOINT_SOURCE_KIND,
+    CHECKPOINT_SOURCE_PLUGIN,
+    SNIPPET_CHARS,
+    rank_key,
+    snippet_cutter,
+)
 from dsh_session_reference.candidates import rank_candidates
 
 # Its logs are built by hand (turnless fixtures), not written by dsh.
@@ -240,6 +246,43 @@ def test_name_matches_are_rank_candidates_exactly(shared_store, sessions, query,
     assert [(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at) for r in names] == [
         (c.session_id, c.label, c.cwd, c.created_at) for c in expected
     ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sessions=st.lists(
+        st.tuples(st.sampled_from(["/a", "/b", None]), st.integers(0, 2), st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=8,
+    ),
+    limit=st.integers(1, 5),
+    grouped=st.booleans(),
+    target=st.integers(0, 8),
+)
+def test_a_limited_search_is_the_head_of_the_whole_ranking(shared_store, sessions, limit, grouped, target):
+    """Name and body matches tied in relevance and creation time (the same text, the same
+    second) go by id, one row per session, and a limit cuts exactly that order."""
+    n = next(_counter)
+    word = f"tusk{n}x"  # in no other example's title, nor in any id
+    matching = set()
+    for i, (cwd, created, messages, named) in enumerate(sessions):
+        session_id = f"s{n}-{(5 * i) % 9}-{i}"  # ids out of creation order
+        prompts = tuple(f"{word} and more" if n % 2 else f"{word} {word}" for n in range(messages))
+        write(shared_store, session_id, cwd=cwd, created_at=created, title=word if named else None, prompts=prompts)
+        if messages or named:
+            matching.add(session_id)
+    target_id = f"s{n}-{(5 * target) % 9}-{target}" if target < len(sessions) else None
+
+    def ranked(limit: int):
+        rows = shared_store.search_candidates(
+            word, target_id=target_id, target_cwd="/a", limit=limit, group_by_cwd=grouped
+        )
+        return [(r.id, r.snippet is None, r.score, r.created_at) for r in rows], rows
+
+    whole, rows = ranked(50)
+    assert {row.id for row in rows} == matching - {target_id}
+    assert rows == sorted(rows, key=lambda row: rank_key(row, "/a", grouped))
+    assert ranked(limit)[0] == whole[:limit]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

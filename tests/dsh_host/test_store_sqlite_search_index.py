@@ -1,6 +1,6 @@
 """The SQLite store's search index: contentless and keyed by surface position, kept exactly by
 every kind of write, and built in place of the older layout (schema versions 2 and 3) on first
-open, whole or not at all.
+open, whole or not at all; the ranking keys likewise, added to a version 4 database on first open.
 """
 
 from __future__ import annotations
@@ -191,6 +191,40 @@ def test_every_kind_of_write_keeps_the_index_as_a_fresh_build_would(tmp_path):
     assert min(keys) < 1 << 62 <= max(keys)  # both ranges of keys were written
 
 
+def rank_keys(conn: sqlite3.Connection) -> list[tuple]:
+    """(pk, cwd, created_at) of every session as `session_rank` holds them."""
+    return conn.execute(
+        "SELECT r.pk, c.cwd, r.created_at FROM session_rank AS r LEFT JOIN session_cwds AS c ON c.code = r.cwd_code "
+        "ORDER BY r.pk"
+    ).fetchall()
+
+
+def session_keys(conn: sqlite3.Connection) -> list[tuple]:
+    return conn.execute("SELECT pk, cwd, created_at FROM sessions ORDER BY pk").fetchall()
+
+
+def test_the_ranking_keys_follow_every_write_of_a_session(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    store = SqliteSessionStore.open(path)
+    for i, cwd in enumerate(["/w", None, "/w", "/lone \udcff", "/v", "/w"]):
+        session = Session(SessionHeader(id=f"s{i}", created_at=10 - i, cwd=cwd))
+        say(session, "walrus")
+        store.append(session.header, list(session.events))
+    store.delete("s4")
+    replaced = Session(SessionHeader(id="s2", created_at=10 - 2, cwd="/w"))
+    store.import_log(replaced.header, [], replace=True)
+    store.close()
+    conn = raw(path)
+    try:
+        held = rank_keys(conn)
+        assert held == session_keys(conn) and len(held) == 5
+        cwds = [cwd for (cwd,) in conn.execute("SELECT cwd FROM session_cwds ORDER BY code")]
+        # Each once, as stored (bytes for a lone surrogate); a deleted session's stays.
+        assert cwds == ["/w", "/lone \udcff".encode("utf-8", "surrogatepass"), "/v"]
+    finally:
+        conn.close()
+
+
 # -- upgrading a database of the older layout ----------------------------------------------------------
 
 SESSIONS = 24
@@ -277,6 +311,38 @@ def test_an_older_database_gets_the_new_layout_on_first_open(tmp_path, monkeypat
     seen.clear()
     SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total))).close()
     assert seen == []  # upgraded once
+
+
+def test_a_version_4_database_gets_the_ranking_keys_on_first_open(tmp_path):
+    path = tmp_path / "sessions.sqlite3"
+    store_sessions(path)
+    store = SqliteSessionStore.open(path)
+    expected = answers(store)
+    store.close()
+    conn = raw(path)
+    try:
+        before = postings(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in ("DROP TRIGGER session_rank_insert", "DROP TRIGGER session_rank_delete"):
+            conn.execute(statement)
+        for statement in ("DROP TABLE session_rank", "DROP TABLE session_cwds", "PRAGMA user_version = 4"):
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+    store = SqliteSessionStore.open(path)
+    try:
+        assert answers(store) == expected
+    finally:
+        store.close()
+    conn = raw(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert rank_keys(conn) == session_keys(conn) and len(session_keys(conn)) == SESSIONS
+        assert postings(conn) == before  # the body index is kept as it was, not built anew
+    finally:
+        conn.close()
 
 
 # Opens the database at argv[1] and kills itself halfway through the upgrade's indexing, with a

@@ -16,7 +16,9 @@ Schema choices, each for a figure the store must meet:
 - `surface_fts` and `session_names` are the full-text indexes candidate search reads, kept by
   triggers in the transaction that writes the rows they mirror. `surface_fts` keeps no copy of
   the text (a snippet is cut from `surface`), and its keys put neighbouring sessions' nodes
-  near one another, so the index stays smaller than the text it indexes.
+  near one another, so the index stays smaller than the text it indexes. `session_rank` keeps
+  what a search ranks each session by (cwd number, creation time) in a few bytes, so ranking
+  thousands of matches reads a small table rather than the wide `sessions` rows.
 
 Modules: `connection` (opening the file, transactions), `schema` (creating, recognising and
 upgrading the file), `store` (`SqliteSessionStore`: reads and writes), `search` (the indexes and

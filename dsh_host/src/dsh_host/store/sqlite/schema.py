@@ -2,8 +2,9 @@
 
 Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, each
 session's last activity; 4, the body index contentless and keyed by surface position, about a
-third of the size of the layout before. An older database is upgraded on first open, in one
-transaction (its search indexes built anew): a process killed meanwhile leaves the old version
+third of the size of the layout before; 5, each session's ranking keys for search
+(`session_rank`). An older database is upgraded on first open, in one transaction (before
+version 4, its search indexes built anew): a process killed meanwhile leaves the old version
 whole.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -131,7 +132,8 @@ def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
     """Bring an older schema to the current version (inside the caller's write transaction).
 
     Version 3 added the last activity; version 4 changed the search indexes' layout, so every
-    older version (1 had none) gets them dropped, created and filled here.
+    older version (1 had none) gets them dropped, created and filled here; version 5 added the
+    ranking keys, which version 4 gets beside its indexes.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
     if version == SCHEMA_VERSION:
@@ -141,6 +143,10 @@ def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)
+    else:
+        for statement in _statements(search.RANK_SCHEMA):
+            conn.execute(statement)
+        search.fill_rank(conn)
     if version < 3:
         for statement in _statements(_ADD_LAST_ACTIVITY):
             conn.execute(statement)

@@ -13,9 +13,18 @@
   the trigram query cannot carry) scan its rows with `instr`, which is exact too. Triggers on
   `sessions` keep it, through the `dsh_fold` function every connection registers.
 
+- `session_rank` holds what a search ranks a session by besides relevance: a small number for
+  its cwd (`session_cwds` numbers each cwd once) and its creation time, in a few bytes per
+  session. A body search ranks every match (thousands, for a common word), and looking each
+  one's session up there rather than in `sessions`, whose rows carry the header, touches a
+  tenth of the pages: the search's cost grows far less with the number of sessions stored.
+  Triggers on `sessions` keep it; a session's cwd and creation time never change.
+
 One statement ranks name and body matches together (a body search whose query names no session
-skips the name arm), stops at the limit; a second reads the text of each body match's best
-node, which the snippet is cut from. A progress handler checks the cancel event, so a
+skips the name arm) by everything but the session id, which `session_rank` does not hold; the
+caller reads its rows until it has `limit` sessions and those tied with the last. A second
+statement reads those sessions' rows and the text of each one's best node (the snippet is cut
+from it), and tied sessions go by id. A progress handler checks the cancel event, so a
 superseded search stops within a few thousand VM steps.
 """
 
@@ -34,7 +43,6 @@ SURFACE_TOKENIZER = "unicode61 remove_diacritics 2"
 """How `surface_fts` splits text into words (scoring a text on the store's scale splits it alike)."""
 _PROGRESS_STEPS = 2_000
 _TRIGRAM = 3
-_TEXT_BATCH = 300  # nodes per statement (three parameters each), under SQLite's oldest limit of 999
 
 # FTS5 stores the rows holding a word as deltas between rowids, so the keys of neighbouring
 # sessions must lie near one another: a key of the events table's form, `pk << 32 | seq`, costs
@@ -67,6 +75,21 @@ def node_of_key(key: int) -> tuple[int, int]:
 _PK_OF_ROWID = f"CASE WHEN rowid < {_WIDE} THEN rowid >> {_ORD_BITS} ELSE (rowid >> 32) & {_WIDE_PK_MASK} END"
 
 
+RANK_SCHEMA = """
+CREATE TABLE session_cwds (code INTEGER PRIMARY KEY, cwd TEXT NOT NULL UNIQUE);
+CREATE TABLE session_rank (pk INTEGER PRIMARY KEY, cwd_code INTEGER, created_at NUMERIC NOT NULL);
+CREATE TRIGGER session_rank_insert AFTER INSERT ON sessions BEGIN
+    INSERT INTO session_cwds (cwd) SELECT new.cwd
+    WHERE new.cwd IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_cwds WHERE cwd = new.cwd);
+    INSERT INTO session_rank (pk, cwd_code, created_at)
+    VALUES (new.pk, (SELECT code FROM session_cwds WHERE cwd = new.cwd), new.created_at);
+END;
+CREATE TRIGGER session_rank_delete AFTER DELETE ON sessions BEGIN
+    DELETE FROM session_rank WHERE pk = old.pk;
+END;
+"""
+"""The ranking keys of schema version 5 (see the module); a cwd keeps its number once its sessions are gone."""
+
 SEARCH_SCHEMA = f"""
 CREATE VIRTUAL TABLE surface_fts USING fts5(text, content = '', tokenize = '{SURFACE_TOKENIZER}');
 CREATE VIRTUAL TABLE session_names USING fts5(id, title, cwd, tokenize = 'trigram case_sensitive 1');
@@ -86,16 +109,18 @@ END;
 CREATE TRIGGER session_names_delete AFTER DELETE ON sessions BEGIN
     DELETE FROM session_names WHERE rowid = old.pk;
 END;
-"""
+{RANK_SCHEMA}"""
 
 # Every search object, by name (version 2 of the schema used the same names for its layout).
-_SEARCH_TABLES = ("surface_fts", "session_names")
+_SEARCH_TABLES = ("surface_fts", "session_names", "session_rank", "session_cwds")
 _SEARCH_TRIGGERS = (
     "surface_fts_insert",
     "surface_fts_delete",
     "session_names_insert",
     "session_names_title",
     "session_names_delete",
+    "session_rank_insert",
+    "session_rank_delete",
 )
 
 
@@ -118,6 +143,17 @@ _FILL_SURFACE = (
     f"WHERE session_pk BETWEEN ? AND ? AND {searchable_condition('')}"
 )
 FILL_BATCH_SESSIONS = 500
+_FILL_RANK = (
+    "INSERT INTO session_cwds (cwd) SELECT DISTINCT cwd FROM sessions WHERE cwd IS NOT NULL",
+    "INSERT INTO session_rank (pk, cwd_code, created_at) "
+    "SELECT s.pk, c.code, s.created_at FROM sessions AS s LEFT JOIN session_cwds AS c ON c.cwd = s.cwd",
+)
+
+
+def fill_rank(conn: sqlite3.Connection) -> None:
+    """Fill the empty `session_rank` and `session_cwds` from every stored session (inside the caller's transaction)."""
+    for statement in _FILL_RANK:
+        conn.execute(statement)
 
 
 def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None) -> None:
@@ -126,6 +162,7 @@ def fill_indexes(conn: sqlite3.Connection, progress: Callable[[int, int], None] 
     `progress(done, total)` hears, in sessions, how far it is, when there is more than a batch.
     """
     conn.execute(_FILL_NAMES)
+    fill_rank(conn)
     pks = [pk for (pk,) in conn.execute("SELECT pk FROM sessions ORDER BY pk")]
     for start in range(0, len(pks), FILL_BATCH_SESSIONS):
         batch = pks[start : start + FILL_BATCH_SESSIONS]
@@ -150,33 +187,44 @@ def _names_source(needle: str) -> tuple[str, object]:
     )
 
 
-# The cwd groups rank first (see `SessionStore.search_candidates`), unless the caller asked for none.
+# The cwd groups rank first (see `SessionStore.search_candidates`), unless the caller asked for
+# none: over `sessions` (`s`) for the statements that read it, over `session_rank` (`r`) for the
+# ranked one, which is told the number of the target's cwd.
 _GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END, "
+_RANK_GROUP = "CASE WHEN r.cwd_code IS NULL THEN 1 WHEN r.cwd_code = :cwd_code THEN 0 ELSE 2 END"
 
 # Every matching node: its session's pk, its search key and its score.
 _BODY = f"SELECT {_PK_OF_ROWID} AS pk, rowid AS key, rank AS score FROM surface_fts WHERE surface_fts MATCH :match"
+# Every name match (no key, score 0) and every matching node.
+_NAMES_AND_BODY = "SELECT pk, NULL AS key, 0.0 AS score FROM ({names}) UNION ALL " + _BODY
 
-# Every name match and every matching node, in rank order: a session's first row stands for it
-# (a name match sorts before its nodes, its best node before the rest), so the caller reads
-# rows until it has `limit` sessions. The sorter needs no grouping pass and no LIMIT.
-_RANKED = f"""
-WITH names(pk) AS ({{names}})
-SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
-FROM (SELECT pk, NULL AS key, 0.0 AS score FROM names UNION ALL {_BODY}) AS m
-JOIN sessions AS s ON s.pk = m.pk
-WHERE s.id IS NOT :target
-ORDER BY {{group}}m.key IS NOT NULL, m.score, s.created_at DESC, s.id
-"""
+# What the ranked statement is told first: whether any session matches by name (if none, its
+# name arm is skipped), the target's pk and the number of the target's cwd.
+_PRELUDE = (
+    "SELECT EXISTS ({names}), (SELECT pk FROM sessions WHERE id = :target), "
+    "(SELECT code FROM session_cwds WHERE cwd = :cwd)"
+)
 
-# The same rows when no session matches by name, as most body searches find: with no union to
-# materialize, each node goes from the full-text index straight to the sorter.
-_RANKED_BODY = f"""
-SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, m.key, m.score
-FROM ({_BODY}) AS m
-JOIN sessions AS s ON s.pk = m.pk
-WHERE s.id IS NOT :target
-ORDER BY {{group}}m.score, s.created_at DESC, s.id
+# The matches in rank order but for the session id: a session's first row stands for it (a
+# name match sorts before its nodes, its best node before the rest). The first three columns
+# are the order (the cwd group and name-or-body in one number, so the sorter compares fewer
+# keys), so rows equal in them are ties.
+_RANKED = """
+SELECT {group} * 2 + (m.key IS NOT NULL) AS tier, m.score, r.created_at, m.pk, m.key
+FROM ({matches}) AS m JOIN session_rank AS r ON r.pk = m.pk
+WHERE m.pk IS NOT :target_pk
+ORDER BY tier, m.score, r.created_at DESC
 """
+_ORDER = 3
+
+# The listing columns of sessions a ranked search returns and the text of each one's best node
+# (none for a name match), by pk: `{rows}` is `(?, ?)` for each session's pk and node position.
+_LISTED = """
+WITH r (pk, ord) AS (VALUES {rows})
+SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, t.text, s.pk
+FROM r JOIN sessions AS s ON s.pk = r.pk LEFT JOIN surface AS t ON t.session_pk = r.pk AND t.ord = r.ord
+"""
+_LISTED_BATCH = 300  # sessions per statement (two parameters each), under SQLite's oldest limit of 999
 
 _RANKED_NAMES = """
 WITH names(pk) AS ({names})
@@ -186,11 +234,6 @@ WHERE s.id IS NOT :target
 ORDER BY {group}s.created_at DESC, s.id
 LIMIT :limit
 """
-
-_TEXTS = (
-    "WITH node (key, pk, ord) AS (VALUES {nodes}) "
-    "SELECT node.key, s.text FROM node JOIN surface AS s ON s.session_pk = node.pk AND s.ord = node.ord"
-)
 
 _EVERY_SESSION = """
 SELECT s.id, s.created_at, s.cwd, s.title, s.last_activity_at, NULL, 0.0 FROM sessions AS s
@@ -214,9 +257,8 @@ def search(
     needle = name_needle(query)
     words = body_words(query)
     params: dict[str, object] = {"target": None if target_id is None else encode(target_id), "limit": limit}
-    group = ""
-    if group_by_cwd:
-        group, params["cwd"] = _GROUP, to_sqlite(target_cwd)
+    params["cwd"] = to_sqlite(target_cwd)
+    group = _GROUP if group_by_cwd else ""
     sql: str | None = None  # a body search picks its statement in the transaction (`_ranked`)
     names = ""
     if not needle:
@@ -229,12 +271,14 @@ def search(
             sql = _RANKED_NAMES.format(names=names, group=group)
     if cancel is not None and cancel.is_set():
         raise SearchCancelled("candidate search was cancelled")
-    with Transaction(conn, "BEGIN"):  # the texts are read from the same snapshot as the ranking
+    with Transaction(conn, "BEGIN"):  # the rows and texts are read from the same snapshot as the ranking
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = _ranked(conn, names, group, params, limit) if sql is None else conn.execute(sql, params).fetchall()
-            texts = _texts(conn, [row[5] for row in rows if row[5] is not None])
+            if sql is None:
+                rows = _ranked(conn, names, group_by_cwd, params, limit)
+            else:
+                rows = conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None
@@ -251,39 +295,58 @@ def search(
                 created,
                 from_sqlite(cwd),
                 from_sqlite(title),
-                None if key is None else cut(from_sqlite(texts[key])),
+                None if text is None else cut(from_sqlite(text)),
                 score,
                 active,
             )
         )
-        for sid, created, cwd, title, active, key, score in rows
+        for sid, created, cwd, title, active, text, score in rows
     ]
 
 
-def _ranked(conn: sqlite3.Connection, names: str, group: str, params: dict[str, object], limit: int) -> list[tuple]:
-    """The rows of the first `limit` sessions that match by name or body, one per session."""
-    (named,) = conn.execute(f"SELECT EXISTS ({names})", params).fetchone()
-    sql = (_RANKED if named else _RANKED_BODY).format(names=names, group=group)
-    return _first_per_session(conn.execute(sql, params), limit)
+def _ranked(conn: sqlite3.Connection, names: str, grouped: bool, params: dict[str, object], limit: int) -> list[tuple]:
+    """The rows of the first `limit` sessions that match by name or body, one per session: the
+    listing columns, the text of its best node (none for a name match) and its score."""
+    named, params["target_pk"], params["cwd_code"] = conn.execute(_PRELUDE.format(names=names), params).fetchone()
+    matches = _NAMES_AND_BODY.format(names=names) if named else _BODY
+    ranked = conn.execute(_RANKED.format(group=_RANK_GROUP if grouped else "0", matches=matches), params)
+    firsts, tied = _first_rows(ranked, limit)
+    listed = _listed(conn, firsts)
+    if tied:  # SQLite ranked without the ids: tied sessions go by id (the order of `rank_key`)
+        firsts.sort(key=lambda row: (row[0], row[1], -row[2], listed[row[_ORDER]][0]))
+    return [(*listed[row[_ORDER]], row[1]) for row in firsts[:limit]]
 
 
-def _first_per_session(cursor: sqlite3.Cursor, limit: int) -> list[tuple]:
-    """The first row of each session (by id), until `limit` sessions."""
-    rows, seen = [], set()
+def _listed(conn: sqlite3.Connection, firsts: list[tuple]) -> dict[int, tuple]:
+    """The listing columns and node text (`_LISTED`) of each ranked row's session, by pk."""
+    listed: dict[int, tuple] = {}
+    for start in range(0, len(firsts), _LISTED_BATCH):
+        batch = firsts[start : start + _LISTED_BATCH]
+        params = [value for *_, pk, key in batch for value in (pk, None if key is None else node_of_key(key)[1])]
+        sql = _LISTED.format(rows=",".join(["(?, ?)"] * len(batch)))
+        listed.update((row[-1], row[:-1]) for row in conn.execute(sql, params))
+    return listed
+
+
+def _first_rows(cursor: sqlite3.Cursor, limit: int) -> tuple[list[tuple], bool]:
+    """The first row of each session the ranked statement returns, until `limit` sessions and
+    any tied with the last of them, and whether any rows tied.
+
+    Ordered by id as well, the first `limit` sessions are among these, with the same first rows
+    (a session's rows share its id, so the order between them stands).
+    """
+    firsts: list[tuple] = []
+    seen = set()
+    tied = False
+    last = None
     for row in cursor:
-        if row[0] not in seen:
-            seen.add(row[0])
-            rows.append(row)
-            if len(rows) == limit:
-                break
-    return rows
-
-
-def _texts(conn: sqlite3.Connection, keys: list[int]) -> dict[int, str | bytes]:
-    """The surface text of each node (by search key), read in batches of nodes."""
-    texts: dict[int, str | bytes] = {}
-    for start in range(0, len(keys), _TEXT_BATCH):
-        batch = keys[start : start + _TEXT_BATCH]
-        params = [value for key in batch for value in (key, *node_of_key(key))]
-        texts.update(conn.execute(_TEXTS.format(nodes=",".join(["(?, ?, ?)"] * len(batch))), params))
-    return texts
+        order = row[:_ORDER]
+        if order == last:
+            tied = True
+        elif len(firsts) >= limit:
+            break
+        last = order
+        if row[_ORDER] not in seen:
+            seen.add(row[_ORDER])
+            firsts.append(row)
+    return firsts, tied
