@@ -250,7 +250,6 @@ def test_a_search_error_is_not_hidden_by_ending_its_transaction(tmp_path):
         conn.close()
 
 
-
 def test_a_search_reads_the_sessions_it_returns_in_batches(tmp_path, monkeypatch):
     from dsh_host.store.sqlite import search
 
@@ -264,6 +263,7 @@ def test_a_search_reads_the_sessions_it_returns_in_batches(tmp_path, monkeypatch
         assert [(row.id, row.snippet) for row in whole] == [(f"s{i}", f"walrus number{i}") for i in reversed(range(5))]
     finally:
         store.close()
+
 
 def test_a_database_another_process_creates_meanwhile_is_never_taken_for_a_foreign_one(tmp_path):
     """The version check reads the file in one snapshot, so a schema committed between its reads

@@ -230,8 +230,9 @@ def test_the_ranking_keys_follow_every_write_of_a_session(tmp_path):
 SESSIONS = 24
 
 
-def store_sessions(path: Path) -> None:
-    """SESSIONS titled sessions, each with a few messages (one long) and one compacted."""
+def store_sessions(path: Path) -> list[list]:
+    """SESSIONS titled sessions, each with a few messages (one long) and one compacted; what the
+    store answers `QUERIES` with."""
     store = SqliteSessionStore.open(path)
     filler = " ".join(f"filler{j}" for j in range(400))
     for i in range(SESSIONS):
@@ -240,7 +241,10 @@ def store_sessions(path: Path) -> None:
         first, *_ = say(session, f"walrus number{i}", f"otter {filler} number{i}", f"tusk number{i} walrus")
         compact(session, [first], f"summary of seals {i}")
         store.append(session.header, list(session.events))
-    store.close()
+    try:
+        return answers(store)
+    finally:
+        store.close()
 
 
 QUERIES = ("walrus", "seals", "number7", "otter filler3", "title 1", "s0", "")
@@ -282,29 +286,35 @@ def assert_old_version_whole(path: Path, version: int) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("version", [2, 3])
-def test_an_older_database_gets_the_new_layout_on_first_open(tmp_path, monkeypatch, version):
-    path = tmp_path / "sessions.sqlite3"
-    store_sessions(path)
-    store = SqliteSessionStore.open(path)
-    expected = answers(store)
-    store.close()
-    as_old_version(path, version)
-    assert_old_version_whole(path, version)
-    monkeypatch.setattr(search, "FILL_BATCH_SESSIONS", 10)
-    seen: list[tuple[int, int]] = []
-
-    store = SqliteSessionStore.open(path, progress=lambda done, total: seen.append((done, total)))
+def assert_upgraded_answering(path: Path, expected: list[list], progress: schema.Progress | None = None) -> None:
+    """Opening the (closed) database upgrades it whole to the current version, answering `expected`."""
+    store = SqliteSessionStore.open(path, progress=progress)
     try:
-        assert seen == [(10, SESSIONS), (20, SESSIONS), (SESSIONS, SESSIONS)]
         assert answers(store) == expected
     finally:
         store.close()
     conn = raw(path)
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert "surface_fts_content" not in {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_database_gets_the_new_layout_on_first_open(tmp_path, monkeypatch, version):
+    path = tmp_path / "sessions.sqlite3"
+    expected = store_sessions(path)
+    as_old_version(path, version)
+    assert_old_version_whole(path, version)
+    monkeypatch.setattr(search, "FILL_BATCH_SESSIONS", 10)
+    seen: list[tuple[int, int]] = []
+
+    assert_upgraded_answering(path, expected, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(10, SESSIONS), (20, SESSIONS), (SESSIONS, SESSIONS)]
+    conn = raw(path)
+    try:
+        assert "surface_fts_content" not in {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
         assert postings(conn) == freshly_built_postings(path, tmp_path / "fresh.sqlite3")
     finally:
         conn.close()
@@ -315,10 +325,7 @@ def test_an_older_database_gets_the_new_layout_on_first_open(tmp_path, monkeypat
 
 def test_a_version_4_database_gets_the_ranking_keys_on_first_open(tmp_path):
     path = tmp_path / "sessions.sqlite3"
-    store_sessions(path)
-    store = SqliteSessionStore.open(path)
-    expected = answers(store)
-    store.close()
+    expected = store_sessions(path)
     conn = raw(path)
     try:
         before = postings(conn)
@@ -331,14 +338,9 @@ def test_a_version_4_database_gets_the_ranking_keys_on_first_open(tmp_path):
     finally:
         conn.close()
 
-    store = SqliteSessionStore.open(path)
-    try:
-        assert answers(store) == expected
-    finally:
-        store.close()
+    assert_upgraded_answering(path, expected)
     conn = raw(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert rank_keys(conn) == session_keys(conn) and len(session_keys(conn)) == SESSIONS
         assert postings(conn) == before  # the body index is kept as it was, not built anew
     finally:
@@ -370,10 +372,7 @@ SqliteSessionStore.open(sys.argv[1], progress=die_halfway)
 
 def test_a_process_killed_while_upgrading_leaves_the_old_version_whole_for_the_next_open_to_upgrade(tmp_path):
     path = tmp_path / "sessions.sqlite3"
-    store_sessions(path)
-    store = SqliteSessionStore.open(path)
-    expected = answers(store)
-    store.close()
+    expected = store_sessions(path)
     as_old_version(path, 3)
     wal = path.with_name(path.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
@@ -383,17 +382,7 @@ def test_a_process_killed_while_upgrading_leaves_the_old_version_whole_for_the_n
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert wal.stat().st_size > 0  # the upgrade had written part of its work
     assert_old_version_whole(path, 3)
-    store = SqliteSessionStore.open(path)
-    try:
-        assert answers(store) == expected
-    finally:
-        store.close()
-    conn = raw(path)
-    try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    finally:
-        conn.close()
+    assert_upgraded_answering(path, expected)
     assert postings_of(path) == freshly_built_postings(path, tmp_path / "fresh.sqlite3")
 
 
