@@ -190,8 +190,13 @@ def _names_source(needle: str) -> tuple[str, object]:
 # The cwd groups rank first (see `SessionStore.search_candidates`), unless the caller asked for
 # none: over `sessions` (`s`) for the statements that read it, over `session_rank` (`r`) for the
 # ranked one, which is told the number of the target's cwd.
-_GROUP = "CASE WHEN s.cwd IS NULL THEN 1 WHEN s.cwd = :cwd THEN 0 ELSE 2 END, "
-_RANK_GROUP = "CASE WHEN r.cwd_code IS NULL THEN 1 WHEN r.cwd_code = :cwd_code THEN 0 ELSE 2 END"
+def _group(cwd: str, target: str) -> str:
+    """SQL for a row's cwd group (0 the target's cwd, 1 none, 2 another) from its column `cwd`."""
+    return f"CASE WHEN {cwd} IS NULL THEN 1 WHEN {cwd} = {target} THEN 0 ELSE 2 END"
+
+
+_GROUP = _group("s.cwd", ":cwd") + ", "
+_RANK_GROUP = _group("r.cwd_code", ":cwd_code")
 
 # Every matching node: its session's pk, its search key and its score.
 _BODY = f"SELECT {_PK_OF_ROWID} AS pk, rowid AS key, rank AS score FROM surface_fts WHERE surface_fts MATCH :match"
