@@ -1,7 +1,8 @@
 """Progress of long library work (a store's first-open indexing), told through logging.
 
 Library code never draws: it logs INFO records on the `dsh.progress` logger carrying `task`,
-`done` and `total`, and a front end (the CLI's progress bar) shows them as it likes.
+`done` and `total` (and, for work measured in bytes as well, `bytes_done` and `bytes_total`),
+and a front end (the CLI's progress bar) shows them as it likes.
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from collections.abc import Callable
 _logger = logging.getLogger("dsh.progress")
 
 
+def report_progress(task: str, done: int, total: int, *, bytes_done: int = 0, bytes_total: int = 0) -> None:
+    """Log that `task` has done `done` of `total` items (and `bytes_done` of `bytes_total` bytes)."""
+    extra = {"task": task, "done": done, "total": total, "bytes_done": bytes_done, "bytes_total": bytes_total}
+    _logger.info("%s: %d of %d", task, done, total, extra=extra)
+
+
 def progress_reporter(task: str) -> Callable[[int, int], None]:
     """A `progress(done, total)` callback that logs `task`'s progress on `dsh.progress`."""
 
     def report(done: int, total: int) -> None:
-        _logger.info("%s: %d of %d", task, done, total, extra={"task": task, "done": done, "total": total})
+        report_progress(task, done, total)
 
     return report

@@ -5,6 +5,9 @@ hook; its sessions carry ids `<source>:<the agent's own id>`, the session query 
 from the store and every mounted source alike, and the host refuses any write to a source's
 session. docs/sources.md describes the seam.
 
+- `IndexedSource` and `IndexProgress`: a source that keeps an index of the agent's files, and
+  how far its build has come (what the host shows while a person or a client waits);
+  `report_index_progress` tells a build's progress to the front end.
 - `SourceFileReport`: a file with lines a source could not read (`dsh sessions check`);
   `SourceReadOnly`: the refusal of a write. The protocol a source implements,
   `SessionSource`, is exported from `dsh_host` itself, beside `SessionStore`.
@@ -18,7 +21,14 @@ session. docs/sources.md describes the seam.
 The modules below this package (`base`, `registry`, `synthesis`, `ranking`) are private.
 """
 
-from dsh_host.sources.base import BodyScorer, SourceFileReport, SourceReadOnly
+from dsh_host.sources.base import (
+    BodyScorer,
+    IndexedSource,
+    IndexProgress,
+    SourceFileReport,
+    SourceReadOnly,
+    report_index_progress,
+)
 from dsh_host.sources.synthesis import SourceConversation, SourceMessage
 from dsh_host.store.relevance import BodyTextScoring
 from dsh_host.store.search import SearchQuery
@@ -26,9 +36,12 @@ from dsh_host.store.search import SearchQuery
 __all__ = [
     "BodyScorer",
     "BodyTextScoring",
+    "IndexProgress",
+    "IndexedSource",
     "SearchQuery",
     "SourceConversation",
     "SourceFileReport",
     "SourceMessage",
     "SourceReadOnly",
+    "report_index_progress",
 ]

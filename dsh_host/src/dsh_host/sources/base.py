@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from dsh_host.progress import report_progress
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store.base import CandidateRow, SessionRow, StoredTitle, StoreError
@@ -124,3 +125,59 @@ class SessionSource(Protocol):
     def close(self) -> None:
         """Release what the source holds (its index connections)."""
         ...
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """How far a source's index of the agent's files has come.
+
+    `files_done` of `files_total` files and `bytes_done` of `bytes_total` bytes that the build
+    in progress (or the last one) had to read; the totals count only what changed since the
+    index last saw it, so a warm index is `0 of 0`. `building` says whether a build is running
+    now, in this process or another one; `complete` whether every file as last listed is read.
+    """
+
+    files_done: int = 0
+    files_total: int = 0
+    bytes_done: int = 0
+    bytes_total: int = 0
+    building: bool = False
+    complete: bool = False
+
+
+@runtime_checkable
+class IndexedSource(Protocol):
+    """A `SessionSource` that keeps an index of the agent's files and can say how far it is.
+
+    Optional: the host checks for it with `isinstance` and drives it where a person or a client
+    would otherwise wait in silence (progress on a terminal, `dsh sessions index`, the `@` menu,
+    `dsh mcp`). A source without it is read as it answers.
+    """
+
+    def index_progress(self) -> IndexProgress:
+        """Where the index stands now (cheap: no file is read)."""
+        ...
+
+    def build_index(self, *, background: bool = False, cancel: threading.Event | None = None) -> IndexProgress:
+        """Bring the index up to date with the agent's files.
+
+        In the foreground it returns when the index is current, or at once when another process
+        is building it (reads then answer from what that build has committed); it reports its
+        progress on the `dsh.progress` logger (`dsh_host.progress`). With `background` it starts
+        a build in a thread (or keeps the one running) and returns at once; from then on the
+        source's listings and searches answer from what is indexed instead of waiting for the
+        build, and a read of a session not indexed yet reads that one session's files. `cancel`
+        stops a foreground build between records. Either way it returns `index_progress()`.
+        """
+        ...
+
+
+def report_index_progress(task: str, progress: IndexProgress) -> None:
+    """Log a source's build progress on `dsh.progress` (files as the items, and bytes), for a front end to draw."""
+    report_progress(
+        task,
+        progress.files_done,
+        progress.files_total,
+        bytes_done=progress.bytes_done,
+        bytes_total=progress.bytes_total,
+    )
