@@ -129,7 +129,7 @@ def test_nothing_under_the_agents_folders_is_ever_written(dsh_cli, agents, tmp_p
     ):
         dsh_cli(*args)
     assert {name: tree_state(tmp_path / name) for name in ("claude", "codex")} == before
-    assert (dsh_cli.home / "sources.sqlite3").is_file()
+    assert (dsh_cli.home / "sources" / "index.sqlite3").is_file()
 
 
 def test_missing_agent_folders_are_empty_sources(dsh_cli, tmp_path):
