@@ -292,7 +292,8 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
     there is a violation (or, with `--strict`, any finding). The mounted plugins add the rules
     of their own event types (`dsh_log_invariants`). Then, for each session source (or the one
     `--source` names, or the one serving SESSION_ID), one line per file with lines the source
-    skipped (not JSON, cut short, too long): those are reported, not findings.
+    skipped (not JSON, cut short, too long): those are reported, not findings. Last, one line
+    for the data dir and each entry in it that others may read (`private  PATH  mode ...`).
     """
     from dsh_host.session.check import Note, check_log
     from dsh_host.store.base import SessionNotFound
@@ -317,6 +318,7 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
             click.echo(_finding_line(sid, finding, as_json))
     if session_id is None:
         _report_sources(host, None, None, as_json)
+        _report_exposure(host, as_json)
     if violations or (strict and notes):
         counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
         raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
@@ -337,6 +339,29 @@ def _report_sources(host: Host, session_id: str | None, source_name: str | None,
         reports = [(name, report) for name in names for report in host.sources.get(name).check()]
     for name, report in reports:
         click.echo(_source_line(name, report, as_json))
+
+
+def _report_exposure(host: Host, as_json: bool) -> int:
+    """One line per entry of the data dir (and the dir itself) that others may read or enter; how many."""
+    from dsh_host.files import exposed_bits
+
+    folder = host.data_dir
+    try:
+        entries = [folder, *sorted(folder.iterdir())]
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    exposed = [(entry, exposed_bits(entry)) for entry in entries]
+    exposed = [(entry, bits) for entry, bits in exposed if bits]
+    for entry, bits in exposed:
+        mode = f"0{entry.stat().st_mode & 0o777:o}"
+        if as_json:
+            record = {"private": False, "path": str(entry), "mode": mode}
+            click.echo(inert_json(json.dumps(record, ensure_ascii=False)))
+        else:
+            whom = "other users" if bits & 0o007 else "the group"
+            path = display_inline_text(str(entry))
+            click.echo(f"private  {path}  mode {mode}: {whom} may read it (chmod go-rwx {path})")
+    return len(exposed)
 
 
 def _source_line(source: str, report: SourceFileReport, as_json: bool) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from dsh_host.files import private_folder
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.store.base import SessionBusy, StoreError
 from dsh_host.store.codec import encode
@@ -155,7 +156,7 @@ def _try_lock(folder: Path, path: str) -> int | None:
 
 def _make_folder(folder: Path) -> None:
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        private_folder(folder)
     except OSError as exc:
         raise StoreError(f"cannot create the session lock folder {folder}: {exc.strerror or exc}") from None
 
