@@ -550,6 +550,14 @@ async def test_the_banner_names_model_session_and_features(ref_host, workspace):
         await chat.wait_for_output("banner-session")
         assert "scripted model (no API key)" in chat.transcript
         assert "features: session-reference" in chat.transcript
+        assert "@ mentions files and sessions" in chat.transcript
+
+
+async def test_without_session_reference_the_banner_says_at_mentions_files(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace), "banner-session")
+    async with open_chat(bare_host, target) as chat:
+        await chat.wait_for_output("banner-session")
+        assert "@ mentions files  ·" in chat.transcript
 
 
 # --- slash commands -----------------------------------------------------------------------------------

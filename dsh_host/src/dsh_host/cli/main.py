@@ -143,8 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cli = build_cli(host)
             if as_program:
                 _start_up_done()
-            cli.main(args, prog_name="dsh", standalone_mode=False)
-            return 0
+            # Not standalone, click hands back the code of a `click.exceptions.Exit` instead of raising it.
+            code = cli.main(args, prog_name="dsh", standalone_mode=False)
+            return code if isinstance(code, int) else 0
         except click.exceptions.Exit as exc:
             return exc.exit_code
         except click.exceptions.Abort:

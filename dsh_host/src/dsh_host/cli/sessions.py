@@ -69,7 +69,8 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     """Find sessions by id, title, cwd or what was said in them, best first.
 
     The query is plain words (no search syntax). A session that matched on what was said shows
-    a snippet around the match on the line below it.
+    a snippet around the match on the line below it. No match exits 1 with one line on stderr,
+    as grep does.
     """
     import asyncio
 
@@ -77,6 +78,9 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     rows = asyncio.run(
         host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
     )
+    if not rows:
+        click.echo(f"dsh: no session matches {json.dumps(query, ensure_ascii=False)}", err=True)
+        raise click.exceptions.Exit(1)
     now = time.time() * 1000
     for row in rows:
         if as_json:
@@ -299,7 +303,9 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
     from dsh_host.store.base import SessionNotFound
 
     if source_name is not None or (session_id is not None and host.sources.owner(session_id) is not None):
-        _report_sources(host, session_id, source_name, as_json)
+        files, reported = _report_sources(host, session_id, source_name, as_json)
+        if not reported and not as_json:
+            click.echo(f"{_count(files, 'source file')}: no problems")
         return
     invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
     ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
@@ -316,16 +322,29 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
         failed += len(found) > (0 if strict else session_notes)
         for finding in found:
             click.echo(_finding_line(sid, finding, as_json))
+    checked = _count(len(ids), "session")
+    reported = violations + notes
     if session_id is None:
-        _report_sources(host, None, None, as_json)
-        _report_exposure(host, as_json)
+        files, source_lines = _report_sources(host, None, None, as_json)
+        checked += f", {_count(files, 'source file')}"
+        reported += source_lines + _report_exposure(host, as_json)
     if violations or (strict and notes):
         counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
         raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
+    if not reported and not as_json:
+        click.echo(f"{checked}: no problems")
 
 
-def _report_sources(host: Host, session_id: str | None, source_name: str | None, as_json: bool) -> None:
-    """One line per source file with skipped lines (of one session, one source, or every source)."""
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _report_sources(host: Host, session_id: str | None, source_name: str | None, as_json: bool) -> tuple[int, int]:
+    """One line per source file with skipped lines (of one session, one source, or every source).
+
+    Returns how many files were checked (a source session is one transcript file) and how many
+    had lines to report.
+    """
     if source_name is not None and source_name not in host.sources.names:
         known = ", ".join(host.sources.names) or "(none)"
         raise ConfigError(f"dsh sessions check: unknown source {source_name!r}; mounted sources: {known}")
@@ -334,11 +353,14 @@ def _report_sources(host: Host, session_id: str | None, source_name: str | None,
         if name is None or (source_name is not None and name != source_name):
             raise DshError(f"session {json.dumps(session_id, ensure_ascii=False)} is not one of source {source_name!r}")
         reports = [(name, report) for report in host.sources.get(name).check(session_id)]
+        files = 1
     else:
         names = host.sources.names if source_name is None else (source_name,)
         reports = [(name, report) for name in names for report in host.sources.get(name).check()]
+        files = sum(len(host.sources.get(name).list_sessions()) for name in names)
     for name, report in reports:
         click.echo(_source_line(name, report, as_json))
+    return files, len(reports)
 
 
 def _report_exposure(host: Host, as_json: bool) -> int:

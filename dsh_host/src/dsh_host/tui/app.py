@@ -339,7 +339,11 @@ class ChatUI:
 
     def _banner(self) -> RenderableType:
         features = [plugin.name for plugin in self.host.mounted]
-        return render.banner(model_label(self.agent), self.session.id, features, self.session.cwd)
+        # Sessions are mentioned through the session-reference feature; without it `@` completes files only.
+        mentionable = self.host.services.get("session_references") is not None
+        return render.banner(
+            model_label(self.agent), self.session.id, features, self.session.cwd, sessions_mentionable=mentionable
+        )
 
     # --- events -----------------------------------------------------------------------------------
 
