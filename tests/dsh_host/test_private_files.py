@@ -60,7 +60,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize("mask", ["000", "022"])
+@pytest.mark.parametrize("mask", ["000", "022", "277"])  # 277 takes the owner's own write bit
 def test_what_a_driven_session_leaves_on_disk_is_private(tmp_path: Path, mask: str) -> None:
     data = tmp_path / "made" / "by-dsh" / "data"
     done = subprocess.run(
