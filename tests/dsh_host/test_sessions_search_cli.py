@@ -75,7 +75,13 @@ def test_search_with_cwd_limit_and_json(dsh_cli, stored):
 @pytest.mark.parametrize("query", ['"unbalanced (', "NEAR(a b) OR *", "\x00\x1b"])
 def test_search_syntax_is_plain_text(dsh_cli, stored, query):
     code, out, err = dsh_cli("sessions", "search", query)
-    assert (code, out, err) == (0, "", "")
+    assert (code, out) == (1, "")  # read as words, which no session holds
+    assert err == f"dsh: no session matches {json.dumps(query)}\n"
+
+
+def test_no_match_exits_1_with_one_line_on_stderr_as_grep_does(dsh_cli, stored):
+    for argv in (["nothing-like-it"], ["nothing-like-it", "--json"]):
+        assert dsh_cli("sessions", "search", *argv) == (1, "", 'dsh: no session matches "nothing-like-it"\n')
 
 
 def test_search_refuses_a_limit_below_one(dsh_cli, stored):

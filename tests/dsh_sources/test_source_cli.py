@@ -65,13 +65,25 @@ def test_an_export_imports_as_a_dsh_copy(dsh_cli, agents, tmp_path):
     assert copied_header["parentSession"] == agents["claude"] and copied == events
 
 
+def test_a_check_that_finds_nothing_counts_what_it_checked(dsh_cli, tmp_path):
+    dsh_cli.plugins = ["claude-code", "codex"]
+    dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex")})
+    for prompt in ("first", "second"):
+        r = CodexRollout(cwd="/elsewhere")
+        r.meta()
+        r.user(prompt)
+        r.write(tmp_path / "codex")
+    assert dsh_cli("run", "hello").exit_code == 0
+    assert dsh_cli("sessions", "check") == (0, "1 session, 2 source files: no problems\n", "")
+
+
 def test_check_reports_skipped_lines_per_source_file(dsh_cli, agents):
     claude_path, _ = agents["paths"]
     code, out, _ = dsh_cli("sessions", "check")
     assert code == 0
     assert out.splitlines() == [f"claude-code  {claude_path}  1 skipped line"]
     code, out, _ = dsh_cli("sessions", "check", "--source", "codex")
-    assert (code, out) == (0, "")
+    assert (code, out) == (0, "1 source file: no problems\n")
     code, out, _ = dsh_cli("sessions", "check", agents["claude"], "--json")
     assert json.loads(out) == {
         "source": "claude-code",
