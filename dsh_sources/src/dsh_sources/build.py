@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
 from dsh_sources.index import FileEntry, FileRead, SourceIndex
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.private import private_file
 from dsh_sources.reading import read_file, unchanged
 from dsh_sources.transcript import TranscriptFormat
 
@@ -61,7 +61,8 @@ class BuildLock:
     """The lock file that makes one process the builder of a source's index."""
 
     def __init__(self, path: Path) -> None:
-        self._path = private_file(path)
+        private_file(path)
+        self._path = path
         self._fd: int | None = None
 
     def acquire(self) -> bool:

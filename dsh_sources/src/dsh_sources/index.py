@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from dsh_host import SearchCancelled
+from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.private import private_dir, private_file
 from dsh_sources.transcript import Node, Said, Update
 
 INDEX_DIR = "sources"
@@ -214,8 +214,11 @@ class SourceIndex:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        private_dir(path.parent)
+        private_folder(path.parent)
         private_file(path)
+        for own in (path.parent, path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                withdraw_exposure(own)  # the folder is dsh's own: an older, looser one is tightened
         conn = self._connection()
         with self._transaction(conn):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
