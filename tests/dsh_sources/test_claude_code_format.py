@@ -149,3 +149,12 @@ def test_only_uuid_named_files_directly_in_a_project_folder_are_sessions(tmp_pat
     (tmp_path / "projects" / "stray.jsonl").write_text(path.read_text())
     assert list(ClaudeCodeFormat(tmp_path).files()) == [str(path)]
     assert list(ClaudeCodeFormat(tmp_path / "missing").files()) == []
+
+
+def test_a_reply_block_of_only_whitespace_before_a_tool_call_is_no_message(tmp_path):
+    t = ClaudeTranscript()
+    t.user("look around")
+    t.reply(("text", "\n\n"), ("tool_use", "toolu_1"))
+    t.tool_result("toolu_1", "a listing")
+    t.reply(("text", " \t\n"), ("text", "Found it."))
+    assert shown(t.write(tmp_path)) == [("user", ("look around",)), ("assistant", ("Found it.",))]

@@ -170,3 +170,12 @@ def test_rollouts_are_found_in_sessions_and_archived_sessions(tmp_path):
     (tmp_path / "sessions" / "2026" / "01" / "01" / "notes.jsonl").write_text("{}\n")
     assert set(CodexFormat(tmp_path).files()) == paths
     assert list(CodexFormat(tmp_path / "missing").files()) == []
+
+
+def test_an_assistant_message_of_only_whitespace_is_no_message(tmp_path):
+    r = started()
+    r.user("fix the bug")
+    r.assistant("\n\n", phase="commentary")
+    r.tool_call()
+    r.assistant("Fixed.")
+    assert shown(r.write(tmp_path)) == [("user", ("fix the bug",)), ("assistant", ("Fixed.",))]

@@ -11,7 +11,7 @@ and a compaction's boundary has no parent, so the walk stops at the compact summ
 follows it, which becomes a checkpoint. A reply streamed as one record per content block
 (sharing `message.id`) is one assistant message. Prompts are what the person typed: tool
 results, meta records, command wrappers, hook output and system reminders are left out, as
-are thinking and tool-use blocks of replies.
+are thinking and tool-use blocks of replies and text blocks of only whitespace.
 
 Claude Code writes a record after the record it points at, so the latest main-chain record of
 a file is the leaf the SDK would pick, and a file that grew only needs its new records walked
@@ -51,7 +51,7 @@ from dsh_sources.transcript import (
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json, JsonValue
 
-PROJECTION = 1
+PROJECTION = 2
 """The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "claude-code"
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -84,15 +84,23 @@ def _typed(text: str) -> bool:
     return bool(text.strip()) and not text.lstrip().startswith(_INJECTED)
 
 
+def _shows(text: str) -> bool:
+    return bool(text.strip())
+
+
 def _texts(content: JsonValue, *, typed: bool) -> tuple[str, ...]:
-    """The text blocks of a message's content (a string is one block); `typed` drops injected ones."""
+    """The text blocks of a message's content (a string is one block) that show something.
+
+    A block of only whitespace (Claude Code writes one before a tool call) shows nothing and is
+    left out, so a record holding only such blocks is no message; `typed` also drops injected text.
+    """
     if isinstance(content, str):
         blocks: list[JsonValue] = [content]
     elif isinstance(content, list):
         blocks = [b.get("text") for b in content if type(b) is dict and b.get("type") == "text"]
     else:
         return ()
-    keep = _typed if typed else (lambda text: bool(text))
+    keep = _typed if typed else _shows
     return tuple(text for text in blocks if isinstance(text, str) and keep(text))
 
 

@@ -13,7 +13,8 @@ prompts kept plus the summary), its summary becoming a checkpoint, or a checkpoi
 summary is unreadable when the compaction was remote (encrypted); `thread_rolled_back` drops the
 last N user turns. Prompts are what the person typed: developer messages and the context Codex
 injects as user messages (AGENTS.md, environment, skills, shell commands) are left out.
-Assistant messages of phase `commentary` were shown to the person and count as replies.
+Assistant messages of phase `commentary` were shown to the person and count as replies; text of
+only whitespace shows nothing and is left out.
 
 A rollout that grew is projected from its new records alone: the stored messages stay as the
 history's prefix, and only a rollback past the new records or an older compaction (which keeps
@@ -51,7 +52,7 @@ from dsh_sources.transcript import (
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json, JsonValue
 
-PROJECTION = 1
+PROJECTION = 2
 """The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "codex"
 _ROLLOUT = re.compile(r"rollout-.*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
@@ -100,7 +101,8 @@ def _message(payload: dict[str, JsonValue], time: int, model: str) -> SourceMess
         texts = tuple(text for text in _parts(payload.get("content"), ("input_text",)) if _typed(text))
         return SourceMessage("user", texts, time) if texts else None
     if role == "assistant":
-        texts = tuple(text for text in _parts(payload.get("content"), ("output_text", "input_text")) if text)
+        # a part of only whitespace shows nothing: a reply of only such parts is no message
+        texts = tuple(text for text in _parts(payload.get("content"), ("output_text", "input_text")) if text.strip())
         return SourceMessage("assistant", texts, time, model=model) if texts else None
     return None
 
