@@ -107,7 +107,8 @@ def test_the_menu_answers_from_what_is_indexed_while_the_index_builds(make_host,
     assert len(rows) < 80  # what is indexed so far, at once
     items = asyncio.run(notice(None, token, asyncio.Event()))
     assert [type(item) for item in items] == [MentionCompletion]
-    assert items[0].value == "@prompt" and "indexing sessions" in items[0].display and "of 80 files" in items[0].display
+    assert items[0].value == "@prompt" and items[0].display.startswith("Claude Code · indexing sessions, ")
+    assert "of 80 files" in items[0].display
     fmt.gate.set()
     assert source._thread is not None
     source._thread.join()

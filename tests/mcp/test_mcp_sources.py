@@ -78,7 +78,7 @@ async def test_sessions_of_other_agents_are_found_read_and_listed(sources):
         records = await host.services.session_query.list_sessions()
         assert [r.uri for r in listed] == [encode_uri(record.id) for record in records]
         claude = next(r for r in listed if r.uri == encode_uri(ids["claude"]))
-        assert "claude-code session (read-only source)" in claude.description
+        assert "Claude Code session (read-only source)" in claude.description
         (contents,) = (await client.read_resource(claude.uri)).contents
         single = await client.call_tool("read_sessions", {"references": [ids["claude"]]})
         assert contents.text == single.content[0].text

@@ -44,7 +44,8 @@ class SessionRecord(NamedTuple):
     A named tuple (immutable, fields by name) because listing builds one per session: it is
     several times cheaper to build than a frozen dataclass. `last_activity_at` is the time of
     the session's last event (None when a session source does not say); `source` names the
-    session source serving a session another agent keeps (None for dsh's own sessions).
+    session source serving a session another agent keeps (None for dsh's own sessions), and
+    `agent` the name a person knows that agent by (the source's display name, `Claude Code`).
     """
 
     id: str
@@ -55,6 +56,7 @@ class SessionRecord(NamedTuple):
     live: bool
     persisted: bool
     source: str | None = None
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,14 @@ class SessionQuery:
         import asyncio
 
         return await asyncio.to_thread(lambda: getattr(self._backend(session_id), operation)(session_id))
+
+    def agent_name(self, session_id: str) -> str | None:
+        """The name a person knows the agent keeping `session_id` by (`Claude Code`); None for dsh's own.
+
+        The same name a listed session's `agent` carries: a view labels a session of another
+        agent with it (`Claude Code · <title>`). It may open the session's source (a blocking call).
+        """
+        return self._sources().agent_name(session_id)
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session of the store and the sources, newest first (ties by id, code-point order); reads no log."""
@@ -155,9 +165,11 @@ class SessionQuery:
         records = self._stored_records(rows, self._live_sessions() if live is None else live)
         if not by_source:
             return records
+        sources = self._sources()
         for name, source_rows in by_source:
+            agent = sources.display_name(name)
             records.extend(
-                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name)
+                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name, agent)
                 for r in source_rows
             )
         return sorted(records, key=lambda r: (-r.created_at, r.id))
@@ -166,7 +178,7 @@ class SessionQuery:
     def _stored_records(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
         """The store's rows with the given live sessions folded in, newest first."""
         if not live:  # the store's order already is newest first, ties by id
-            stored, make = (False, True, None), SessionRecord._make
+            stored, make = (False, True, None, None), SessionRecord._make
             return [make(row + stored) for row in rows]
         records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
@@ -396,6 +408,8 @@ def record_json(record: SessionRecord) -> Json:
     out["persisted"] = record.persisted
     if record.source is not None:
         out["source"] = record.source
+    if record.agent is not None:
+        out["agent"] = record.agent
     return out
 
 

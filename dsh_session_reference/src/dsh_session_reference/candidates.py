@@ -16,7 +16,8 @@ class Candidate:
     """A session that can be mentioned: `label` is its latest title, or its id.
 
     `snippet` is set when the session matched on what was said in it: a short excerpt around
-    the match, raw text (display it with `display_inline_text`).
+    the match, raw text (display it with `display_inline_text`). `agent` names the other agent
+    keeping the session (a source's display name, `Claude Code`); None for dsh's own.
     """
 
     session_id: str
@@ -24,6 +25,7 @@ class Candidate:
     cwd: str | None
     created_at: int | float
     snippet: str | None = None
+    agent: str | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {"sessionId": self.session_id, "label": self.label}
@@ -32,12 +34,15 @@ class Candidate:
         out["createdAt"] = self.created_at
         if self.snippet is not None:
             out["snippet"] = self.snippet
+        if self.agent is not None:
+            out["agent"] = self.agent
         return out
 
 
-def candidate_of(row: CandidateRow) -> Candidate:
-    """The candidate for a found session (a `CandidateRow`)."""
-    return Candidate(row.id, row.title if row.title is not None else row.id, row.cwd, row.created_at, row.snippet)
+def candidate_of(row: CandidateRow, agent: str | None = None) -> Candidate:
+    """The candidate for a found session (a `CandidateRow`), kept by `agent` (None: dsh)."""
+    label = row.title if row.title is not None else row.id
+    return Candidate(row.id, label, row.cwd, row.created_at, row.snippet, agent)
 
 
 def rank_candidates(
@@ -73,4 +78,6 @@ def rank_candidates(
         else:
             others.append(record)
     ranked = (same + cwdless + others)[:limit]
-    return [Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at) for r in ranked]
+    return [
+        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at, agent=r.agent) for r in ranked
+    ]

@@ -123,6 +123,8 @@ def candidates(host: Host, target_id: str, query: str, limit: int | None, as_jso
             cwd = display_inline_text(candidate.cwd) if candidate.cwd else "(no cwd)"
             session_id = display_inline_text(candidate.session_id)
             label = display_inline_text(candidate.label)
+            if candidate.agent is not None:
+                label = f"{display_inline_text(candidate.agent)} · {label}"
             click.echo(f"{session_id}  {cwd}  {label}")
 
 

@@ -200,7 +200,7 @@ class SessionReferenceService:
             ),
             cancel,
         )
-        return [candidate_of(row) for row in rows]
+        return [candidate_of(row, self._query.agent_name(row.id)) for row in rows]
 
     @staticmethod
     def describe_error(error: BaseException) -> str:

@@ -74,7 +74,8 @@ class SessionCompletions:
 def candidate_completion(candidate: Candidate) -> MentionCompletion:
     """One menu item: `Session · <label>`, the id (when it differs), cwd, creation time and snippet.
 
-    The snippet (a body match's excerpt) ends the description, terminal-safe.
+    Another agent's session reads `<agent> · <label>` (`Claude Code · <title>`), so the row
+    tells whose it is. The snippet (a body match's excerpt) ends the description, terminal-safe.
     """
     # The label is escaped before it becomes the mention label, so the readable `@label` the
     # model and the transcript see is inert; the URI keeps the raw id.
@@ -87,6 +88,8 @@ def candidate_completion(candidate: Candidate) -> MentionCompletion:
     snippet = getattr(candidate, "snippet", None)  # a service's candidates need not carry one
     if snippet is not None:
         parts.append(display_inline_text(snippet))
+    agent = getattr(candidate, "agent", None)
+    kind = "Session" if agent is None else display_inline_text(agent)
     return MentionCompletion(
-        format_mention(candidate.session_id, label) + " ", display=f"Session · {label}", meta=" · ".join(parts)
+        format_mention(candidate.session_id, label) + " ", display=f"{kind} · {label}", meta=" · ".join(parts)
     )

@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 PROJECTION = 2
 """The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "claude-code"
+DISPLAY_NAME = "Claude Code"
+"""The agent's name as people know it: views show it beside its sessions (`Claude Code · <title>`)."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 _INJECTED = (
@@ -487,7 +489,14 @@ class ClaudeCodeFormat:
 @hookimpl
 def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     """Serve Claude Code's transcripts as the read-only source `claude-code`."""
-    register_source(register, NAME, ClaudeCodeFormat, home=("CLAUDE_CONFIG_DIR", ".claude"), projection=PROJECTION)
+    register_source(
+        register,
+        NAME,
+        ClaudeCodeFormat,
+        home=("CLAUDE_CONFIG_DIR", ".claude"),
+        projection=PROJECTION,
+        display_name=DISPLAY_NAME,
+    )
 
 
 @hookimpl

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 PROJECTION = 2
 """The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "codex"
+DISPLAY_NAME = "Codex"
+"""The agent's name as people know it: views show it beside its sessions (`Codex · <title>`)."""
 _ROLLOUT = re.compile(r"rollout-.*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 _INJECTED = (
     "# agents.md instructions for",
@@ -336,7 +338,9 @@ class CodexFormat:
 @hookimpl
 def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     """Serve Codex CLI's rollouts as the read-only source `codex`."""
-    register_source(register, NAME, CodexFormat, home=("CODEX_HOME", ".codex"), projection=PROJECTION)
+    register_source(
+        register, NAME, CodexFormat, home=("CODEX_HOME", ".codex"), projection=PROJECTION, display_name=DISPLAY_NAME
+    )
 
 
 @hookimpl

@@ -53,10 +53,22 @@ RECHECK_SECONDS = 1.0
 
 
 class TranscriptSource:
-    """The sessions of one agent (`fmt`), indexed in `index`, under ids `<name>:<agent id>`."""
+    """The sessions of one agent (`fmt`), indexed in `index`, under ids `<name>:<agent id>`.
 
-    def __init__(self, name: str, fmt: TranscriptFormat, index: SourceIndex, *, background: bool = False) -> None:
+    `display_name` is the name a person knows the agent by (`Claude Code`; default: `name`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        fmt: TranscriptFormat,
+        index: SourceIndex,
+        *,
+        background: bool = False,
+        display_name: str | None = None,
+    ) -> None:
         self.name = name
+        self.display_name = display_name or name
         self.format = fmt
         self.index = index
         self._prefix = name + ":"
@@ -342,12 +354,15 @@ def register_source(
     make_format: FormatFactory,
     home: tuple[str, str],
     projection: int,
+    display_name: str | None = None,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
     The agent's data folder is `[sources.<name>] dir` (the table's one key), else the
     environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
     format's projection rules: raise it when they change, and the files are read again.
+    `display_name` is the agent's name as people know it (`Claude Code`), which views show
+    beside its sessions (default: `name`).
     """
     table_name = f"sources.{name}"
     variable, default = home
@@ -357,7 +372,9 @@ def register_source(
         configured = read_str(table_name, table, "dir", None) or os.environ.get(variable)
         folder = Path(configured).expanduser() if configured else Path.home() / default
         index = SourceIndex(index_path(host.data_dir), name, projection)
-        return TranscriptSource(name, make_format(folder), index, background=host in _INTERACTIVE)
+        return TranscriptSource(
+            name, make_format(folder), index, background=host in _INTERACTIVE, display_name=display_name
+        )
 
     register(name, open_source)
 
@@ -390,7 +407,7 @@ class IndexingNotice:
         return [
             MentionCompletion(
                 token.prefix,
-                display=f"{display_inline_text(self._name)} · indexing sessions, {read}",
+                display=f"{display_inline_text(source.display_name)} · indexing sessions, {read}",
                 meta="the menu lists what is indexed so far",
             )
         ]

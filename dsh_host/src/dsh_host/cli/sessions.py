@@ -52,8 +52,8 @@ def list_(host: Host, as_json: bool) -> None:
         if as_json:
             click.echo(inert_json(json.dumps(record_json(record), ensure_ascii=False)))
         else:
-            title = display_inline_text(record.title) if record.title else "(untitled)"
             cwd = display_inline_text(record.cwd) if record.cwd else "(no cwd)"
+            title = shown_title(record.title, record.agent)
             click.echo(f"{display_inline_text(record.id)}  {iso_utc(record.created_at)}  {cwd}  {title}")
 
 
@@ -82,9 +82,11 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
         click.echo(f"dsh: no session matches {json.dumps(query, ensure_ascii=False)}", err=True)
         raise click.exceptions.Exit(1)
     now = time.time() * 1000
+    query_service = host.services.session_query
     for row in rows:
+        agent = query_service.agent_name(row.id)
         if as_json:
-            out = {
+            out: dict[str, object] = {
                 "id": row.id,
                 "title": row.title,
                 "cwd": row.cwd,
@@ -92,13 +94,21 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
                 "lastActivityAt": row.last_activity_at,
                 "snippet": row.snippet,
             }
+            if agent is not None:
+                out["agent"] = agent
             click.echo(inert_json(json.dumps(out, ensure_ascii=False)))
             continue
-        title = display_inline_text(row.title) if row.title else "(untitled)"
+        title = shown_title(row.title, agent)
         where = display_inline_text(row.cwd) if row.cwd else "(no cwd)"
         click.echo(f"{display_inline_text(row.id)}  {age(row.created_at, now)}  {where}  {title}")
         if row.snippet is not None:
             click.echo(f"    {display_inline_text(row.snippet)}")
+
+
+def shown_title(title: str | None, agent: str | None) -> str:
+    """A session's title as a line shows it, after its agent's name for another agent's session."""
+    shown = display_inline_text(title) if title else "(untitled)"
+    return shown if agent is None else f"{display_inline_text(agent)} · {shown}"
 
 
 def age(created_at: float, now: float) -> str:

@@ -77,6 +77,7 @@ class InvalidCursor(DshError):
 class FoundSession(NamedTuple):
     """One search result. `title` and `snippet` are text from another conversation.
 
+    `agent` names the other agent keeping the session (`Claude Code`); None for dsh's own.
     A named tuple, as the store's rows are: a search makes one per result.
     """
 
@@ -84,6 +85,7 @@ class FoundSession(NamedTuple):
     uri: str
     mention: str
     title: str | None
+    agent: str | None
     cwd: str | None
     created_at: str
     last_activity_at: str | None
@@ -94,10 +96,10 @@ class FoundSession(NamedTuple):
         return dict(zip(FOUND_JSON_KEYS, self, strict=True))
 
 
-FOUND_JSON_KEYS = ("id", "uri", "mention", "title", "cwd", "createdAt", "lastActivityAt", "snippet")
+FOUND_JSON_KEYS = ("id", "uri", "mention", "title", "agent", "cwd", "createdAt", "lastActivityAt", "snippet")
 """A `FoundSession`'s fields under their JSON names, in order."""
 
-_Named = tuple[str, str, str, str | None, str | None, str, str | None]
+_Named = tuple[str, str, str, str | None, str | None, str | None, str, str | None]
 """A `FoundSession`'s fields but the snippet."""
 
 
@@ -165,11 +167,21 @@ class SessionCatalog:
         return [self._found(row) for row in rows]
 
     def _found(self, row: CandidateRow | SessionRecord) -> FoundSession:
-        snippet = _text(row.snippet) if isinstance(row, CandidateRow) else None
-        return FoundSession(*self._named(row.id, row.title, row.cwd, row.created_at, row.last_activity_at), snippet)
+        if isinstance(row, CandidateRow):
+            snippet, agent = _text(row.snippet), self._query.agent_name(row.id)
+        else:
+            snippet, agent = None, row.agent
+        named = self._named(row.id, row.title, agent, row.cwd, row.created_at, row.last_activity_at)
+        return FoundSession(*named, snippet)
 
     def _name(
-        self, session_id: str, title: str | None, cwd: str | None, created_at: float, last_activity_at: float | None
+        self,
+        session_id: str,
+        title: str | None,
+        agent: str | None,
+        cwd: str | None,
+        created_at: float,
+        last_activity_at: float | None,
     ) -> _Named:
         """All of a found session's result but its snippet: a function of these arguments only."""
         # The label is escaped before the mention is written, so the mention escapes the `\` of
@@ -182,6 +194,7 @@ class SessionCatalog:
             mention[mention.rindex("(") + 1 : -1],
             escape_lone_surrogates(mention),
             _text(title),
+            _text(agent),
             _text(cwd),
             iso_utc(created_at),
             _time(last_activity_at),
@@ -227,7 +240,8 @@ class SessionCatalog:
     def _resource(self, record: SessionRecord) -> SessionResource:
         cwd = "(no cwd)" if record.cwd is None else display_text(record.cwd)
         created, active = iso_utc(record.created_at), _time(record.last_activity_at)
-        kind = "dsh session" if record.source is None else f"{display_text(record.source)} session (read-only source)"
+        agent = record.agent or record.source
+        kind = "dsh session" if agent is None else f"{display_text(agent)} session (read-only source)"
         when = f"created {created}" if active is None else f"created {created}, last active {active}"
         return SessionResource(
             uri=self._snapshots.encode_uri(record.id),

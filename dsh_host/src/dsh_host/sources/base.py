@@ -66,6 +66,10 @@ class SessionSource(Protocol):
     observation of the agent's file; a session whose file vanished or became unreadable is
     `SessionNotFound`, and bad lines never stop a listing or a read. `search_candidates` ranks
     as the store's does; with `score` given, body matches carry its relevance.
+
+    A source may also have a `display_name` attribute: the name a person knows its agent by
+    (`Claude Code`), which the `@` menu, `dsh sessions list`, `dsh mcp` and any other view show
+    beside its sessions. Without one, the name it is registered under stands for it.
     """
 
     def list_sessions(self) -> list[SessionRow]:

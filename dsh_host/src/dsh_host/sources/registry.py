@@ -79,6 +79,16 @@ class SessionSources:
                 source = self._opened[name] = self._factories[name](self._host, self._tables(name))
         return source
 
+    def display_name(self, name: str) -> str:
+        """The name a person knows source `name`'s agent by: its `display_name`, else `name` (opens it)."""
+        shown = getattr(self.get(name), "display_name", None)
+        return shown if isinstance(shown, str) and shown.strip() else name
+
+    def agent_name(self, session_id: str) -> str | None:
+        """The display name of the agent keeping `session_id`, or None for a session of dsh's own."""
+        name = self.owner(session_id)
+        return None if name is None else self.display_name(name)
+
     def for_session(self, session_id: str) -> SessionSource | None:
         """The source serving `session_id` (opened), or None when the store does."""
         name = self.owner(session_id)
