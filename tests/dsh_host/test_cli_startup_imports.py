@@ -76,8 +76,8 @@ async def test_listing_sessions_reads_the_store_without_ui_event_loop_network_or
     assert _loaded(modules, "asyncio", "dsh_host.agent", "dsh_host.models", "dsh_host.tui") == []
 
 
-def test_a_mention_opens_no_store(tmp_path):
-    output, modules = _run(tmp_path, "ref", "mention", "some-session")
+def test_a_labelled_mention_opens_no_store(tmp_path):
+    output, modules = _run(tmp_path, "ref", "mention", "some-session", "--label", "some-session")
 
     assert output.strip() == "@[some-session](dsh-session:InNvbWUtc2Vzc2lvbiI)"
     assert _loaded(modules, *HEAVY) == []

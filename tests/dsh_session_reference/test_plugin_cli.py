@@ -166,14 +166,23 @@ def test_ref_uri(ref: DshRunner) -> None:
     )
 
 
-def test_ref_mention(ref: DshRunner) -> None:
-    assert ref("ref", "mention", "source") == (0, "@[source](dsh-session:InNvdXJjZSI)\n", "")
+def test_ref_mention_labels_a_session_as_the_menu_does(ref: DshRunner, make_host: MakeHost) -> None:
+    seed(make_host)
+    # Its title when it has one, else its id; --label overrides (and reads no session).
+    assert ref("ref", "mention", "source") == (0, "@[Source chat](dsh-session:InNvdXJjZSI)\n", "")
+    assert ref("ref", "mention", "target") == (0, "@[target](dsh-session:InRhcmdldCI)\n", "")
     assert ref("ref", "mention", "source-session", "--label", "Source session") == (
         0,
         "@[Source session](dsh-session:InNvdXJjZS1zZXNzaW9uIg)\n",
         "",
     )
-    assert ref("ref", "mention", "a]b\\c") == (0, "@[a\\]b\\\\c](dsh-session:ImFdYlxcYyI)\n", "")
+    assert ref("ref", "mention", "a]b\\c", "--label", "a]b\\c") == (
+        0,
+        "@[a\\]b\\\\c](dsh-session:ImFdYlxcYyI)\n",
+        "",
+    )
+    code, out, err = ref("ref", "mention", "nope")
+    assert (code, out, one_error_line(err)) == (1, "", 'dsh: error: session "nope" not found')
 
 
 def test_ref_parse_json(ref: DshRunner) -> None:

@@ -33,13 +33,21 @@ BULK = PAGE_SIZE + 30
 
 
 @pytest.fixture
-async def stored(make_host, tmp_path) -> tuple[Corpus, list[str], dict[str, str]]:
+def titles() -> dict[str, str | None]:
+    """The stored sessions' titles by id (filled by `stored`)."""
+    return {}
+
+
+@pytest.fixture
+async def stored(make_host, tmp_path, titles) -> tuple[Corpus, list[str], dict[str, str]]:
     """The corpus and `BULK` more sessions in a store, and the environment `dsh mcp` serves it in."""
     data = tmp_path / "data"
     host = make_host(["compact", "session-reference"], data_dir=data)
     corpus = await write_corpus(host)
     import_many(host, BULK)
-    listing = [row.id for row in host.store.list_sessions()]
+    rows = host.store.list_sessions()
+    listing = [row.id for row in rows]
+    titles.update((row.id, row.title) for row in rows)
     return corpus, listing, hermetic_env(tmp_path, DSH_HOME=str(data))
 
 
@@ -49,7 +57,7 @@ def mentions(corpus: Corpus) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_the_python_sdk_client_searches_reads_and_pages(stored, tmp_path, mode):
+async def test_the_python_sdk_client_searches_reads_and_pages(stored, titles, tmp_path, mode):
     corpus, listing, env = stored
     params = StdioServerParameters(command=dsh_command()[0], args=["mcp"], env=env, cwd=str(tmp_path))
     with (tmp_path / "stderr.txt").open("w+") as errlog:
@@ -64,7 +72,9 @@ async def test_the_python_sdk_client_searches_reads_and_pages(stored, tmp_path, 
             assert not read.is_error
             (block,) = read.content
             assert block.text == read.structured_content["snapshot"]
-            assert [s["label"] for s in read.structured_content["sources"]] == ["storage", corpus.hostile, corpus.long]
+            # A mention keeps its label; a URI or an id is labelled with the session's title.
+            labels = [s["label"] for s in read.structured_content["sources"]]
+            assert labels == ["storage", titles[corpus.hostile], titles[corpus.long]]
 
             failed = await client.call_tool("read_sessions", {"references": [corpus.long, "ghost"]})
             assert failed.is_error and 'session "ghost" not found' in failed.content[0].text

@@ -104,10 +104,13 @@ async def test_read_sessions_returns_the_bytes_a_mention_of_the_same_sessions_in
 
 async def test_a_session_is_named_alike_by_id_uri_or_bare_uri(corpus, cli):
     async with connected(corpus[0]) as client:
-        _, sessions = corpus
+        host, sessions = corpus
         by_id = await call(client, "read_sessions", references=sessions.referenced)
         by_uri = await call(client, "read_sessions", references=[encode_uri(s) for s in sessions.referenced])
-        (context,) = (await preview(cli, sessions.target, " ".join(map(encode_uri, sessions.referenced))))["contexts"]
+        # Both are labelled as the `@` menu labels a session: by its title, else its id.
+        titled = [(s, host.store.read_title(s)) for s in sessions.referenced]
+        mentions = [format_mention(s, s if t is None else t.title) for s, t in titled]
+        (context,) = (await preview(cli, sessions.target, " ".join(mentions)))["contexts"]
         assert by_id.content[0].text == by_uri.content[0].text == context["content"][0]["text"]
 
 
@@ -129,7 +132,7 @@ async def test_snapshots_stay_inside_their_tags_whatever_the_sessions_say(corpus
             text.index("<referenced-sessions>\n") + len("<referenced-sessions>\n") : -len("\n</referenced-sessions>")
         ]
         assert "<" not in inside and "\x1b" not in inside and "\x00" not in inside
-        assert json.loads(inside)[0]["label"] == sessions.hostile
+        assert json.loads(inside)[0]["label"] == HOSTILE_TITLE  # labelled by its title, escaped in the JSON
 
 
 @pytest.mark.parametrize(
@@ -218,7 +221,10 @@ async def test_each_result_names_the_session_every_way_read_sessions_takes(corpu
         stored = host.store.read_events(sessions.compacted)[1]
         assert found["lastActivityAt"] == iso_utc(stored[-1].time)
         for name in (found["id"], found["uri"], found["mention"]):
-            assert not (await call(client, "read_sessions", references=[name])).is_error
+            result = await call(client, "read_sessions", references=[name])
+            assert not result.is_error
+            # An id or URI is labelled with the session's title, as its mention and the `@` menu are.
+            assert [source["label"] for source in result.structured_content["sources"]] == [found["title"]]
 
 
 async def test_without_cwd_no_directory_is_preferred_and_an_empty_query_lists_the_newest(corpus):

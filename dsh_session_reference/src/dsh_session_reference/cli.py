@@ -1,8 +1,9 @@
 """`dsh ref ...`: see what a reference is, and exactly what it would inject, without sending.
 
-Every `dsh` command registers these commands, so each imports what it uses: `uri`, `mention`
-and `parse` only compute, and `$(dsh ref mention ID)` starts as fast as a command can; the
-commands that read sessions load asyncio.
+Every `dsh` command registers these commands, so each imports what it uses: `uri`, `parse` and
+`mention --label` only compute, and `$(dsh ref mention ID --label L)` starts as fast as a command
+can; the commands that read sessions (a mention without `--label` reads the session's title)
+load asyncio.
 """
 
 from __future__ import annotations
@@ -64,11 +65,23 @@ def uri(session_id: str) -> None:
 
 @ref.command()
 @click.argument("session_id")
-@click.option("--label", default=None, help="Label to show instead of the id.")
-def mention(session_id: str, label: str | None) -> None:
-    """Print the `@[label](uri)` mention of SESSION_ID."""
+@click.option("--label", default=None, help="Label to show instead of the session's title (or id).")
+@click.pass_obj
+def mention(host: Host, session_id: str, label: str | None) -> None:
+    """Print the `@[label](uri)` mention of SESSION_ID, labelled as the `@` menu labels it.
+
+    The label is the session's title when it has one, else its id (the session must exist);
+    `--label` gives another and reads no session.
+    """
     from dsh_session_reference.mentions import format_mention
 
+    if label is None:
+        import asyncio
+
+        query: SessionQuery = host.services.session_query
+        title = asyncio.run(query.read_title(session_id))
+        # Escaped before it becomes the label, as the menu's: the label read back stays inert.
+        label = session_id if title is None else display_inline_text(title.title)
     click.echo(display_inline_text(format_mention(session_id, label)))
 
 

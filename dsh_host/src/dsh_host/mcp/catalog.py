@@ -205,7 +205,7 @@ class SessionCatalog:
         if not references:
             raise CatalogError("name at least one session")
         try:
-            parsed = [self._snapshots.parse_reference(text) for text in references]
+            parsed = [await self._labelled(text) for text in references]
             prepared = await self._snapshots.prepare(None, [], parsed)
         except DshError as exc:
             raise CatalogError(self._one_line(exc)) from exc
@@ -221,6 +221,27 @@ class SessionCatalog:
             for meta in context["meta"]["references"]
         )
         return Snapshot(block["text"], sources)
+
+    async def _labelled(self, text: str) -> object:
+        """The reference `text` names, labelled as the `@` menu labels its session.
+
+        A mention keeps its own label; a session named by id or URI is labelled with its title
+        when it has one (else its id), escaped as a search result's mention label is. A session
+        that cannot be read keeps the id, for `prepare` to report.
+        """
+        parsed = self._snapshots.parse_reference(text)
+        if text.startswith("@["):
+            return parsed
+        session_id = self._snapshots.decode_uri(text) if text.startswith(self.uri_scheme) else text
+        try:
+            title = await self._query.read_title(session_id)
+        except DshError:
+            return parsed
+        if title is None:
+            return parsed
+        return self._snapshots.parse_reference(
+            self._snapshots.format_mention(session_id, escape_lone_surrogates(title.title))
+        )
 
     async def page(self, cursor: str | None) -> ResourcePage:
         """One page of `PAGE_SIZE` resources after `cursor` (None: the newest); costs what the page holds."""
