@@ -148,3 +148,28 @@ def test_missing_agent_folders_are_empty_sources(dsh_cli, tmp_path):
     dsh_cli.plugins = ["claude-code", "codex"]
     dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "CODEX_HOME": str(tmp_path / "none2")})
     assert dsh_cli("sessions", "list") == (0, "", "")
+
+
+def test_show_prints_text_with_its_line_breaks_and_marks_a_checkpoint(dsh_cli, tmp_path):
+    dsh_cli.plugins = ["compact", "claude-code"]
+    dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex")})
+    t = ClaudeTranscript(cwd="/work")
+    t.user("old question")
+    t.reply(("text", "old answer"))
+    t.compact("We chose JSON lines.\nNothing \x1b[31melse.")  # the transcript ends right after it
+    t.write(tmp_path / "claude")
+    session_id = f"claude-code:{t.session_id}"
+    code, out, err = dsh_cli("sessions", "show", session_id)
+    assert (code, err) == (0, "")
+    header, *lines = out.splitlines()
+    assert header.startswith(f"session {session_id}  created ")
+    lead = "     0 user/message + checkpoint  "
+    assert lines == [
+        lead + "This session is being continued from a previous conversation that ran out of context. "
+        "The conversation is summarized below:",
+        " " * len(lead) + "We chose JSON lines.",
+        " " * len(lead) + "Nothing \\x1b[31melse.",
+    ]
+    code, out, _ = dsh_cli("sessions", "show", session_id, "--json")
+    (event,) = map(json.loads, out.splitlines())
+    assert event["data"]["content"][0]["text"].endswith("below:\nWe chose JSON lines.\nNothing \x1b[31melse.")

@@ -126,7 +126,11 @@ def age(created_at: float, now: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 @click.pass_obj
 def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
-    """Show a session's log (or its current surface)."""
+    """Show a session's log (or its current surface): one event after another, its text whole.
+
+    A message's text keeps its line breaks (other control characters are shown inert, as
+    `\\xNN`), and a compaction checkpoint is marked as one; `--json` prints the events exactly.
+    """
     import asyncio
 
     from dsh_host.store.base import SessionNotFound
@@ -148,11 +152,54 @@ def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
     cwd = display_inline_text(header.cwd) if header.cwd else "(no cwd)"
     click.echo(f"session {display_inline_text(header.id)}  created {iso_utc(header.created_at)}  cwd {cwd}")
     for event in events:
-        click.echo(describe_event(event))
+        click.echo(show_event(event))
+
+
+def show_event(event: dict) -> str:
+    """An event in log form for a person to read: its seq, type and surface op, then its text whole.
+
+    The text keeps its line breaks, each further line indented under the first; every other
+    control character is made inert. A `user/message` from compaction is marked `checkpoint`.
+    """
+    head, summary = _head(event), _summary(event)
+    if _is_checkpoint(event):
+        head += " checkpoint"
+    lead = display_inline_text(head) + "  "
+    first, *rest = display_text(summary).split("\n")
+    return "\n".join([lead + first, *(" " * len(lead) + line for line in rest)])
+
+
+def _is_checkpoint(event: dict) -> bool:
+    from dsh_host.store.search import CHECKPOINT_SOURCE_KIND, CHECKPOINT_SOURCE_PLUGIN
+
+    data = event.get("data")
+    source = data.get("source") if isinstance(data, dict) else None
+    return (
+        event.get("type") == "user/message"
+        and isinstance(source, dict)
+        and source.get("kind") == CHECKPOINT_SOURCE_KIND
+        and source.get("plugin") == CHECKPOINT_SOURCE_PLUGIN
+    )
 
 
 def describe_event(event: dict) -> str:
-    """One human line for an event in log form (untrusted text escaped)."""
+    """One human line for an event in log form (untrusted text escaped, long text cut)."""
+    summary = _summary(event)
+    if len(summary) > 160:
+        summary = summary[:157] + "..."
+    # The type is untrusted too (any non-empty string is a valid custom type).
+    return display_inline_text(f"{_head(event)}  {summary}")
+
+
+def _head(event: dict) -> str:
+    """An event's seq, type and surface op (raw: the caller makes it inert)."""
+    op = event.get("surfaceOp")
+    marker = "" if op is None else " +" if op == "append" else f" replace[{op.get('start')}..{op.get('end')}]"
+    return f"{event.get('seq'):>6} {event.get('type')}{marker}"
+
+
+def _summary(event: dict) -> str:
+    """What an event says, raw: a message's text, a title, a tool call, a turn's fields."""
     data = event.get("data")
     kind = event.get("type")
     summary = ""
@@ -174,12 +221,7 @@ def describe_event(event: dict) -> str:
             summary = str(data.get("title", ""))
         elif kind == "tool/call":
             summary = f"{data.get('name')}({data.get('arguments')})"
-    if len(summary) > 160:
-        summary = summary[:157] + "..."
-    op = event.get("surfaceOp")
-    marker = "" if op is None else " +" if op == "append" else f" replace[{op.get('start')}..{op.get('end')}]"
-    # The type is untrusted too (any non-empty string is a valid custom type).
-    return display_inline_text(f"{event.get('seq'):>6} {kind}{marker}  {summary}")
+    return summary if isinstance(summary, str) else str(summary)
 
 
 @sessions.command()
