@@ -62,7 +62,13 @@ def test_an_export_imports_as_a_dsh_copy(dsh_cli, agents, tmp_path):
     assert out.startswith(f"imported {agents['claude']} as ")
     code, out, _ = dsh_cli("sessions", "export", copy)
     copied_header, *copied = map(json.loads, out.splitlines())
-    assert copied_header["parentSession"] == agents["claude"] and copied == events
+    assert copied_header["parentSession"] == agents["claude"] and copied[:-1] == events
+    title = copied[-1]  # the original's title (here its first prompt's), appended last
+    assert (title["type"], title["seq"], title["data"]["title"]) == (
+        "session/title",
+        2,
+        "how should the rollout parser handle cut lines?",
+    )
 
 
 def test_a_check_that_finds_nothing_counts_what_it_checked(dsh_cli, tmp_path):
@@ -173,3 +179,33 @@ def test_show_prints_text_with_its_line_breaks_and_marks_a_checkpoint(dsh_cli, t
     code, out, _ = dsh_cli("sessions", "show", session_id, "--json")
     (event,) = map(json.loads, out.splitlines())
     assert event["data"]["content"][0]["text"].endswith("below:\nWe chose JSON lines.\nNothing \x1b[31melse.")
+
+
+@pytest.mark.parametrize("compacted", [False, True], ids=["plain", "compacted"])
+def test_a_copy_of_a_claude_code_session_passes_the_check_and_keeps_its_title(dsh_cli, tmp_path, compacted):
+    dsh_cli.plugins = ["compact", "session-reference", "claude-code"]
+    dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex")})
+    t = ClaudeTranscript(cwd="/work")
+    t.user("how are cut lines handled?")
+    t.reply(("text", "Skipped and counted."))
+    if compacted:
+        t.compact("We chose JSON lines.")
+    t.user("and long ones?")
+    t.reply(("text", "Counted apart."))
+    t.custom_title("Cut lines")
+    t.write(tmp_path / "claude")
+    exported = tmp_path / "export.jsonl"
+    assert dsh_cli("sessions", "export", f"claude-code:{t.session_id}", "-o", str(exported)).exit_code == 0
+    code, out, err = dsh_cli("sessions", "import", str(exported))
+    assert code == 0, err
+    copy = out.split(" as ")[1].split(" ")[0]
+
+    code, out, err = dsh_cli("sessions", "check")
+    assert (code, err) == (0, ""), out
+    assert out.splitlines()[0].startswith(f"{copy}  seq -  note  transcript-copy  a copy of session claude-code:")
+    code, out, _ = dsh_cli("sessions", "list")
+    (line,) = [line for line in out.splitlines() if line.startswith(copy)]
+    assert line.endswith("  Cut lines")
+    # It reads as a session but is not one to go on with: resuming it is refused in one line.
+    code, out, err = dsh_cli("run", "--session", copy, "go on")
+    assert code != 0 and "resuming it is not supported" in err and len(err.splitlines()) == 1

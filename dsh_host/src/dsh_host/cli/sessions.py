@@ -20,6 +20,7 @@ from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 from dsh_host.text import iso_utc
 
 if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
     from dsh_host.session.check import Finding
     from dsh_host.session.events import SessionHeader
@@ -280,7 +281,9 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
     A file may hold several logs one after another, as `dsh sessions export --all` writes them.
     Each failure gets one error line; unless one file of one log was named, a last line counts
     the files not (wholly) imported. A log exported from a session source (another agent's
-    session, read-only) becomes a dsh copy under a new id, its `parentSession` naming the original.
+    session, read-only) becomes a dsh copy under a new id, its `parentSession` naming the original
+    and its title the original's (else its first prompt's); `dsh sessions check` notes that it has
+    no turns, and it cannot be resumed.
     """
     from dsh_host.session.jsonl import InvalidLog, read_logs
     from dsh_host.store.base import StoreError
@@ -320,17 +323,37 @@ def import_(host: Host, files: tuple[Path, ...], replace: bool) -> None:
 
 
 def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
-    """A source session's log as a dsh copy (a new id, the original as parent); others unchanged."""
+    """A source session's log as a dsh copy (a new id, the original as parent, its title); others unchanged.
+
+    The title is the one the source gives the original (`{"kind": "copy"}`), else the fallback
+    title of its first prompt, as dsh titles its own sessions; the event is appended last.
+    """
     import dataclasses
 
     from dsh_host.live_sessions import new_session_id
+    from dsh_host.session.events import Event
     from dsh_host.session.jsonl import ParsedLog
+    from dsh_host.store.base import SessionNotFound
+    from dsh_host.titles import fallback_title_data
 
     original = parsed.header.id
-    if host.sources.owner(original) is None:
+    name = host.sources.owner(original)
+    if name is None:
         return parsed
     header = dataclasses.replace(parsed.header, id=new_session_id(), parent_session=original, seed_length=None)
-    return ParsedLog(header, parsed.events)
+    events = list(parsed.events)
+    try:
+        stored = host.sources.get(name).read_title(original)
+    except SessionNotFound:  # the original is gone: its copy is still whole
+        stored = None
+    title: dict[str, JsonValue] | None = (
+        {"title": stored.title, "messageSeqs": [], "source": {"kind": "copy", "session": original}}
+        if stored is not None
+        else fallback_title_data(events)
+    )
+    if title is not None and events:
+        events.append(Event("session/title", len(events), events[-1].time, title))
+    return ParsedLog(header, events)
 
 
 @sessions.command()

@@ -24,6 +24,9 @@ is worth knowing, such as a shape that cannot be resumed):
   inside an open turn.
 - `fork-seed`: a forked session's seed (`seedLength` events) ends at a `turn/end`, so a fork
   starts from whole turns.
+- `transcript-copy` (a note): a dsh copy of another agent's session (`dsh sessions import` of a
+  session source's export: a parent session, then only appended messages and, last, titles)
+  has no turns; instead of the turn rules it gets this note, and resuming it is not supported.
 
 Plugins own the rules of their own event types: they contribute `LogInvariant`s through the
 `dsh_log_invariants` hook, and `check_log` runs them after the built-in ones.
@@ -44,10 +47,13 @@ if TYPE_CHECKING:
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 SEED_SHAPE = "seed-shape"
+TRANSCRIPT_COPY = "transcript-copy"
 
 _PRE_PROVIDER = " (a shape from before provider routing: resuming or forking this log is not supported)"
 _STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call"})
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end", "step/start", "step/end", "tool/result"})
+_COPIED_MESSAGES = frozenset({"user/message", "assistant/message"})
+_COPY_REFUSAL = "its messages are in no turn (a copy of another agent's session); resuming it is not supported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +165,26 @@ def check_shapes(header: SessionHeader, events: Sequence[Event]) -> Iterator[Fin
 
 
 def resume_refusal(header: SessionHeader, events: Sequence[Event]) -> str | None:
-    """Why a log cannot be resumed (the first `seed-shape` note), or None when it can be."""
+    """Why a log cannot be resumed (a transcript copy, or the first `seed-shape` note), or None when it can be."""
+    if is_transcript_copy(header, events):
+        return _COPY_REFUSAL
     return next((f.message for f in check_shapes(header, events) if f.rule == SEED_SHAPE), None)
+
+
+def is_transcript_copy(header: SessionHeader, events: Sequence[Event]) -> bool:
+    """Whether the log is a dsh copy of another agent's session, as `dsh sessions import` makes one.
+
+    Such a copy names the original as its parent (and is no fork: no seed) and holds what a
+    session source synthesizes, appended messages only, followed by the titles dsh gave it.
+    """
+    if header.parent_session is None or header.seed_length or not events:
+        return False
+    messages = 0
+    for event in events:
+        if event.type not in _COPIED_MESSAGES or event.surface_op != "append":
+            break
+        messages += 1
+    return messages > 0 and all(event.type == "session/title" for event in events[messages:])
 
 
 def _routed(config: JsonValue) -> bool:
@@ -170,8 +194,17 @@ def _routed(config: JsonValue) -> bool:
     return isinstance(provider, str) and bool(provider) and isinstance(model, str) and bool(model)
 
 
-def check_turns(header: SessionHeader, events: Sequence[Event]) -> Iterator[Violation]:
-    """`turn-nesting`, `step-scope`, `tool-pairing` and `turn-enclosure` (the nesting companion)."""
+def check_turns(header: SessionHeader, events: Sequence[Event]) -> Iterator[Finding]:
+    """`turn-nesting`, `step-scope`, `tool-pairing` and `turn-enclosure` (the nesting companion).
+
+    A transcript copy has no turns to check: it gets one `transcript-copy` note instead.
+    """
+    if is_transcript_copy(header, events):
+        parent = js_string(header.parent_session)
+        yield Note(
+            None, TRANSCRIPT_COPY, f"a copy of session {parent}: its messages are in no turn, so it cannot be resumed"
+        )
+        return
     open_turn: JsonValue = None
     open_step: JsonValue = None
     next_turn, next_step = 1, 1
