@@ -154,7 +154,7 @@ def figures(tmp: Path) -> Iterator[Figure]:
 
     script = (
         "import resource, sys\n"
-        "from dsh_sources.claude_code import read_transcript\n"
+        "from dsh_sources.formats.claude_code import read_transcript\n"
         "from dsh_host.sources import SourceConversation\n"
         "if sys.argv[2] == 'read':\n"
         "    read_transcript(sys.argv[1])\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
-from dsh_sources.claude_code import ClaudeCodeFormat, read_transcript
+from dsh_sources.formats.claude_code import ClaudeCodeFormat, read_transcript
 from tests.dsh_sources.builders import BASE_MS, ClaudeTranscript, claude_project_dir
 
 

@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
-from dsh_sources.codex import UNREADABLE_SUMMARY, CodexFormat, read_rollout
+from dsh_sources.formats.codex import UNREADABLE_SUMMARY, CodexFormat, read_rollout
 from tests.dsh_sources.builders import BASE_MS, CodexRollout
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_sources.claude_code import read_transcript
-from dsh_sources.codex import UNREADABLE_SUMMARY, read_rollout
+from dsh_sources.formats.claude_code import read_transcript
+from dsh_sources.formats.codex import UNREADABLE_SUMMARY, read_rollout
 from tests.dsh_sources.builders import ClaudeTranscript, CodexRollout
 
 WORDS = st.text(alphabet="abcdefgh ", min_size=1, max_size=12).filter(str.strip)

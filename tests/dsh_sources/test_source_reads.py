@@ -11,7 +11,7 @@ import pytest
 
 from dsh_host import SessionNotFound
 from dsh_host.ui import AtToken, MentionCompletion
-from dsh_sources.claude_code import ClaudeCodeFormat
+from dsh_sources.formats.claude_code import ClaudeCodeFormat
 from dsh_sources.index import SourceIndex
 from dsh_sources.lines import MAX_LINE_BYTES, JsonLines
 from dsh_sources.source import IndexingNotice, TranscriptSource

@@ -11,7 +11,6 @@ one session's file itself.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import threading
@@ -41,6 +40,8 @@ from dsh_sources.reading import read_file, unchanged
 from dsh_sources.transcript import TranscriptFormat
 
 if TYPE_CHECKING:
+    import asyncio
+
     from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
     from dsh_host.hookspecs import SourceFactory
     from dsh_host.ui import AtToken, MentionCompletion
@@ -392,6 +393,8 @@ class IndexingNotice:
         _INTERACTIVE.add(host)
 
     async def __call__(self, agent: Agent, token: AtToken, signal: asyncio.Event) -> list[MentionCompletion]:
+        import asyncio  # only the terminal UI asks: a command that lists sessions never loads it
+
         sources = self._host.sources
         if token.quoted or self._name not in sources.names:
             return []
