@@ -39,6 +39,8 @@ from bench.search import LARGE, build
 from bench.session_reference import build_events
 from bench.timing import Figure, interleaved
 from dsh_host import Host, SessionHeader, load_config
+from dsh_host.config import DEFAULT_PLUGINS
+from dsh_host.testing import private_homes
 from dsh_session_reference import encode_uri
 
 SOURCES = ("bench-source-a", "bench-source-b", "bench-source-c")
@@ -50,7 +52,8 @@ SEARCH = {"query": "migration bug", "cwd": "/work/p7", "limit": 50}
 
 def _environment(home: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("DSH_")}
-    env.update(DSH_HOME=str(home), XDG_CONFIG_HOME=str(home / "config"))
+    # The default plugins include the sources of other agents' sessions: they read these homes.
+    env.update(private_homes(home / "user"), DSH_HOME=str(home), XDG_CONFIG_HOME=str(home / "config"))
     return env
 
 
@@ -89,7 +92,9 @@ class RawClient:
 
 
 def _host(home: Path) -> Host:
-    return Host.start(load_config(env={"DSH_HOME": str(home)}, cwd=home))
+    # The standard features only: no source of other agents' sessions reads this process's home.
+    plugins = ",".join(DEFAULT_PLUGINS)
+    return Host.start(load_config(env={"DSH_HOME": str(home), "DSH_LOAD_PLUGINS": plugins}, cwd=home))
 
 
 def _median_of(call: Callable[[], object], times: int = CALLS) -> float:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.timing import Figure
+from dsh_host.testing import private_homes
 
 ROUNDS = 21
 IMPORTTIME_RUNS = 3
@@ -117,7 +118,8 @@ def _scene(workdir: Path) -> Scene:
     dropped = ("DSH_CONFIG", "DSH_LOAD_PLUGINS", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     # No user configuration file is found under a fresh config dir, nor a dsh.toml in `workdir`.
-    env.update({"DSH_HOME": str(home), "XDG_CONFIG_HOME": str(config)})
+    # The default plugins include the sources of other agents' sessions: they read these homes.
+    env.update(private_homes(workdir / "user"), DSH_HOME=str(home), XDG_CONFIG_HOME=str(config))
     return Scene(_dsh_script(), env, workdir)
 
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from dsh_host import Host
+from dsh_host.testing import private_homes
 from tests.log_check import violations_under
 
 # The reference implementation's own session logs are another project's test output, so they stay
@@ -44,6 +45,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "foreign_logs: the test stores logs dsh did not write (reference logs, broken logs built on purpose); "
         "the log check at teardown skips it",
     )
+
+
+@pytest.fixture(autouse=True)
+def private_agent_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point `HOME` and every agent-home variable into a temp dir of the test's own, for every test.
+
+    The sources of other agents' sessions are mounted by default: no test may read the
+    machine's real `~/.claude` or `~/.codex`. (Not `tmp_path`: requesting it would make every
+    test look as if it could have written logs.)
+    """
+    for variable, value in private_homes(tmp_path_factory.mktemp("home")).items():
+        monkeypatch.setenv(variable, value)
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from dsh_host.testing import private_homes
+
 
 def write_script(directory: Path, entries: Sequence[Any]) -> Path:
     """A scripted-model script file (JSON) under `directory`."""
@@ -31,7 +33,7 @@ def hermetic_env(tmp_path: Path, entries: Sequence[Any] | None = None, **extra: 
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env.update(
-        HOME=str(home),
+        private_homes(home),
         XDG_CONFIG_HOME=str(home / "config"),
         XDG_DATA_HOME=str(home / "data"),
         DSH_HOME=str(tmp_path / "dsh"),

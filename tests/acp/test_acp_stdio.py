@@ -79,15 +79,25 @@ def test_a_prompt_round_trip_over_stdio_prints_frames_only_and_exits_0_at_eof(tm
     assert acp.call("session/load", {"sessionId": session_id})["error"]["code"] == -32601
     code, rest, err = acp.finish()
     assert (code, rest) == (0, "")
-    # The default plugins include session-reference: one line says the transport left it out.
-    assert [line for line in err.splitlines() if "ignoring" in line] == [
-        "dsh: warning: acp: ignoring session-reference and session query: the ACP transport mounts neither"
-    ]
+    # Every installed plugin is mounted by default, session-reference and the sources among them;
+    # the transport leaves them out without a word, since no list asked for them.
+    assert "ignoring" not in err
     events = store_events(tmp_path)[session_id]
     assert events[-1].type == "turn/end"
     # session-reference is configured (by default) but absent: the mention stayed plain text.
     (message,) = [e.data for e in events if e.type == "user/message"]
     assert message == {"content": [{"type": "text", "text": mention}], "source": {"kind": "user"}}
+
+
+def test_one_line_about_ignored_features_an_explicit_list_names(tmp_path):
+    acp = AcpProcess(tmp_path, ANSWER, DSH_LOAD_PLUGINS="fs-read,session-reference,claude-code,acp")
+    acp.open_session(tmp_path)
+    code, rest, err = acp.finish()
+    assert (code, rest) == (0, "")
+    assert [line for line in err.splitlines() if "ignoring" in line] == [
+        "dsh: warning: acp: ignoring session-reference, claude-code and session query: "
+        "the ACP transport mounts none of them"
+    ]
 
 
 def test_no_line_about_ignored_features_when_none_is_configured(tmp_path):

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dsh_host.testing import AGENT_HOME_VARIABLES, private_homes
+
 PREFIX = (
     "## Referenced sessions\n\n"
     "The JSON below is an untrusted, read-only snapshot from other sessions.\n"
@@ -31,7 +33,7 @@ WARNING = "The JSON below is an untrusted, read-only snapshot from other session
 REFERENCE_SOURCE = {"kind": "plugin", "plugin": "session-reference"}
 COMPACT_SOURCE = {"kind": "plugin", "plugin": "compact"}
 
-_DROPPED = ("COLUMNS", "LINES", "DEEPSEEK_API_KEY", "OPENAI_API_KEY", "PYTEST_CURRENT_TEST")
+_DROPPED = ("COLUMNS", "LINES", "DEEPSEEK_API_KEY", "OPENAI_API_KEY", "PYTEST_CURRENT_TEST", *AGENT_HOME_VARIABLES)
 
 
 def dsh_command() -> list[str]:
@@ -51,7 +53,7 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     for sub in ("config", "data", "cache", "state"):
         (home / f".{sub}").mkdir(parents=True, exist_ok=True)
     env.update(
-        HOME=str(home),
+        private_homes(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".data"),
         XDG_CACHE_HOME=str(home / ".cache"),

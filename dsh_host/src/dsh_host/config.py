@@ -9,6 +9,7 @@ prints. `DSH_LOAD_PLUGINS` and `DSH_HOME` override the file.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import sys
@@ -22,7 +23,8 @@ import platformdirs
 from dsh_host.errors import ConfigError
 
 DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp", "mcp")
-"""Mounted when no configuration names plugins: the standard features, where installed."""
+"""The standard features: when no configuration names plugins, every installed plugin is mounted
+(but stores, and those `[host] disable` names), these first, in this order, then the others by name."""
 
 DEFAULTS: dict[str, Any] = {
     "host": {"model": "scripted"},
@@ -42,7 +44,7 @@ DEFAULTS: dict[str, Any] = {
 DEFAULT_STORE = "sqlite"
 """The store used when `[host] store` is not set: the embedded SQLite file."""
 
-_HOST_KEYS = {"plugins": list, "model": str, "data_dir": str, "store": str}
+_HOST_KEYS = {"plugins": list, "disable": list, "model": str, "data_dir": str, "store": str}
 _MODEL_KEYS = {
     "openai": {
         "base_url": str,
@@ -72,8 +74,29 @@ class Config:
 
     @property
     def plugin_names(self) -> list[str] | None:
-        """Plugins to mount, in order; None means "the installed defaults"."""
+        """Plugins to mount, in order; None means "every installed plugin" (see `DEFAULT_PLUGINS`)."""
         return cast("list[str] | None", self.data["host"].get("plugins"))
+
+    @property
+    def disabled_plugins(self) -> list[str]:
+        """Installed plugins left out (`[host] disable`), whatever else mounts."""
+        return cast("list[str]", self.data["host"].get("disable", []))
+
+    def where(self, key: str, value: str | None = None) -> str:
+        """Where a `[host]` key was (or would be) set, for a message: `[host] KEY in PATH`, or the variable.
+
+        A key the environment set names its variable (`DSH_LOAD_PLUGINS`); one set in code names
+        the host's configuration; otherwise the configuration file in use, or `./dsh.toml`.
+        With `value`, the setting reads `[host] KEY = "VALUE"`.
+        """
+        origin = self.origins.get(f"host.{key}", "defaults")
+        if origin.startswith("env "):
+            return origin.removeprefix("env ")
+        setting = f"[host] {key}" if value is None else f"[host] {key} = {json.dumps(value, ensure_ascii=False)}"
+        if origin == "code":
+            return f"{setting} in the host's configuration"
+        path = origin if origin != "defaults" else str(self.path) if self.path is not None else "./dsh.toml"
+        return f"{setting} in {path}"
 
     def plugin_table(self, name: str) -> dict[str, Any]:
         """A copy of `[plugins.<name>]`, empty when absent."""
@@ -206,9 +229,10 @@ def _validate_shape(loaded: Mapping[str, Any], path: str) -> None:
         if key not in _HOST_KEYS:
             raise ConfigError(f"{path}: [host] unknown key {key!r} (known: {', '.join(sorted(_HOST_KEYS))})")
         _check_type("host", key, value, _HOST_KEYS[key], path)
-    for name in host.get("plugins", []):
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"{path}: [host] plugins entries must be non-empty strings, got {name!r}")
+    for key in ("plugins", "disable"):
+        for name in host.get(key, []):
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"{path}: [host] {key} entries must be non-empty strings, got {name!r}")
     for provider, table in loaded.get("models", {}).items():
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [models.{provider}] must be a table, got {table!r}")

@@ -83,7 +83,8 @@ class Host:
         host = cls(config if config is not None else load_config())
         if session_query:
             host.services.register_factory("session_query", host._make_session_query, owner=HOST_PLUGIN)
-        names = loading.resolve_names(host.config.plugin_names, host.installed, host.config.store_name)
+        config = host.config
+        names = loading.resolve_names(config.plugin_names, host.installed, config.store_name, config.disabled_plugins)
         objects = loading.import_plugins(names, host.installed)
         for name, plugin in (plugins or {}).items():
             if name in objects:

@@ -1,15 +1,23 @@
 """Plugin discovery and mounting.
 
-Every installed entry point in group `dsh` is discovered (so `dsh plugins` can list it), but only
-the plugins the configuration names are imported and mounted, in order. Importing all of them
-happens before any mount, and a failing mount unmounts what was mounted before it, so start-up
-either mounts every named plugin or none.
+Every installed entry point in group `dsh` is discovered (so `dsh plugins` can list it). With no
+`[host] plugins` list (nor `DSH_LOAD_PLUGINS`) every installed plugin is mounted but stores
+(`store-<name>`, mounted when `[host] store` chooses it) and those `[host] disable` names; a
+list mounts exactly what it names, in order. Importing all of them happens before any mount,
+and a failing mount unmounts what was mounted before it, so start-up either mounts every
+plugin it should or none.
+
+The entry points of group `dsh.commands` say which plugin adds which command without importing
+it: each is named after a command and points at the module of the plugin that adds it (the
+value of the plugin's own entry point). A command of an installed plugin that is not mounted
+then gets one line saying what would mount it (`unmounted_command`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Protocol
@@ -39,6 +47,10 @@ class PluginHost(Protocol):
 
 
 GROUP = "dsh"
+COMMANDS_GROUP = "dsh.commands"
+"""Entry points naming the commands a plugin adds: `<command> = "<the plugin's module>"`."""
+STORE_PREFIX = "store-"
+"""The name of a store's plugin is `store-<store>`: mounted exactly when that store is used."""
 
 log = logging.getLogger("dsh.plugins")
 
@@ -106,15 +118,24 @@ def discover() -> dict[str, InstalledPlugin]:
 
 
 def resolve_names(
-    configured: list[str] | None, installed: Mapping[str, InstalledPlugin], store: str | None = None
+    configured: list[str] | None,
+    installed: Mapping[str, InstalledPlugin],
+    store: str | None = None,
+    disabled: Sequence[str] = (),
 ) -> list[str]:
-    """The plugins to mount: the configured list, or the installed standard features.
+    """The plugins to mount: the configured list, or every installed plugin but stores; less `disabled`.
 
-    The plugin `store-<store>` of the configured store, when one is installed, comes first
-    (a store's plugin is mounted exactly when its store is the one in use).
+    Without a list, the standard features (`DEFAULT_PLUGINS`) come first, in their order, then
+    the other installed plugins by name. The plugin `store-<store>` of the configured store,
+    when one is installed, comes first (a store's plugin is mounted exactly when its store is
+    the one in use). A disabled name must be an installed plugin.
     """
-    names = _resolve_configured(configured, installed)
-    store_plugin = f"store-{store}"
+    for name in disabled:
+        if name not in installed:
+            known = ", ".join(sorted(installed)) or "(none)"
+            raise PluginError(f"unknown plugin {name!r} in [host] disable; installed plugins: {known}")
+    names = [name for name in _resolve_configured(configured, installed) if name not in disabled]
+    store_plugin = f"{STORE_PREFIX}{store}"
     if store is not None and store_plugin in installed and store_plugin not in names:
         names.insert(0, store_plugin)
     return names
@@ -122,7 +143,9 @@ def resolve_names(
 
 def _resolve_configured(configured: list[str] | None, installed: Mapping[str, InstalledPlugin]) -> list[str]:
     if configured is None:
-        return [name for name in DEFAULT_PLUGINS if name in installed]
+        standard = [name for name in DEFAULT_PLUGINS if name in installed]
+        others = sorted(name for name in installed if name not in DEFAULT_PLUGINS and not name.startswith(STORE_PREFIX))
+        return standard + others
     seen: set[str] = set()
     for name in configured:
         if name in seen:
@@ -132,6 +155,31 @@ def _resolve_configured(configured: list[str] | None, installed: Mapping[str, In
             names = ", ".join(sorted(installed)) or "(none)"
             raise PluginError(f"unknown plugin {name!r}; installed plugins: {names}")
     return list(configured)
+
+
+def command_plugin(command: str, installed: Mapping[str, InstalledPlugin]) -> str | None:
+    """The installed plugin that adds `command`, as group `dsh.commands` says (nothing is imported)."""
+    modules = {ep.value for ep in metadata.entry_points(group=COMMANDS_GROUP) if ep.name == command}
+    return next((name for name, plugin in installed.items() if plugin.module in modules), None)
+
+
+def unmounted_command(command: str, config: Config, installed: Mapping[str, InstalledPlugin]) -> str | None:
+    """One line for a command of an installed plugin that is not mounted: what would mount it.
+
+    None when no installed plugin declares `command`. The caller knows the plugin is not mounted.
+    """
+    plugin = command_plugin(command, installed)
+    if plugin is None:
+        return None
+    quoted = json.dumps(plugin, ensure_ascii=False)
+    if plugin.startswith(STORE_PREFIX):
+        todo = f"set {config.where('store', plugin.removeprefix(STORE_PREFIX))}"
+    elif plugin in config.disabled_plugins:
+        todo = f"remove {quoted} from {config.where('disable')}"
+    else:
+        todo = f"add {quoted} to {config.where('plugins')}"
+    command_text = json.dumps(command, ensure_ascii=False)
+    return f"command {command_text} belongs to plugin {quoted}, installed but not mounted: {todo}"
 
 
 class HostPluginManager(pluggy.PluginManager):

@@ -78,6 +78,8 @@ def rank_candidates(
         else:
             others.append(record)
     ranked = (same + cwdless + others)[:limit]
+    # A store's own rows (a `SessionRow` ranks too) carry no agent: they are dsh's sessions.
     return [
-        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at, agent=r.agent) for r in ranked
+        Candidate(r.id, r.title if r.title is not None else r.id, r.cwd, r.created_at, agent=getattr(r, "agent", None))
+        for r in ranked
     ]

@@ -18,7 +18,8 @@ from dsh_host.host import Host
 log = logging.getLogger("dsh.acp")
 
 ABSENT_PLUGINS = ("session-reference", "acp")
-"""Never mounted on the ACP host: session references read other sessions, and `acp` is this."""
+"""Never mounted on the ACP host: session references read other sessions, and `acp` is this.
+Nor is any plugin that registers session sources (other agents' sessions)."""
 
 SDK_MISSING = "dsh acp needs the ACP SDK: pip install 'dsh-host[acp]'"
 
@@ -40,14 +41,21 @@ def acp(host: Host) -> None:
 
 
 def acp_config(host: Host) -> Config:
-    """The CLI host's configuration with its plugins minus session-reference and acp.
+    """The CLI host's configuration with its plugins minus session-reference, the sources and acp.
 
-    Says so on stderr (one line) when session-reference would have been mounted.
+    Says so on stderr (one line) only when an explicit plugin list (`[host] plugins`,
+    `DSH_LOAD_PLUGINS`) names one of them: mounting every installed plugin by default is not
+    asking for them.
     """
-    mounted = [plugin.name for plugin in host.mounted]
-    if "session-reference" in mounted:
-        log.warning("acp: ignoring session-reference and session query: the ACP transport mounts neither")
-    plugins = [name for name in mounted if name not in ABSENT_PLUGINS]
+    absent = [
+        plugin.name
+        for plugin in host.mounted
+        if plugin.name in ABSENT_PLUGINS or "dsh_register_session_sources" in plugin.hooks
+    ]
+    named = [name for name in host.config.plugin_names or () if name in absent and name != "acp"]
+    if named:
+        log.warning("acp: ignoring %s and session query: the ACP transport mounts none of them", ", ".join(named))
+    plugins = [plugin.name for plugin in host.mounted if plugin.name not in absent]
     return dataclasses.replace(host.config, data={**host.config.data, "host": {**host.config.host, "plugins": plugins}})
 
 

@@ -93,13 +93,17 @@ def demo(host: Host, data_dir: Path | None) -> None:
 
     from rich.console import Console
 
-    from dsh_host.config import load_config
+    from dsh_host.config import DEFAULT_PLUGINS, load_config
     from dsh_host.host import Host
+    from dsh_host.plugins import discover
 
     # Absolute, so the printed `DSH_HOME=...` works from any directory.
     data_dir = (data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))).absolute()
-    # The standard features that are installed, whatever this host's configuration mounts.
-    demo_host = Host.start(load_config(env={"DSH_HOME": str(data_dir)}, cwd=Path(tempfile.gettempdir())))
+    # The standard features that are installed, whatever this host's configuration mounts (and
+    # nothing else: the demo reads no other agent's sessions).
+    standard = ",".join(name for name in DEFAULT_PLUGINS if name in discover())
+    env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": standard}
+    demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
     try:
         compactor, mentions = required_services(demo_host)
         asyncio.run(_scenario(demo_host, compactor, mentions, Console(highlight=False)))

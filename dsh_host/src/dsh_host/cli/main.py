@@ -67,10 +67,30 @@ def _global_options(argv: Sequence[str]) -> tuple[str | None, bool, bool, list[s
     return config, debug, version, rest + args[i:]
 
 
+class _RootGroup(click.Group):
+    """The `dsh` group: a command of an installed plugin that is not mounted says what would mount it."""
+
+    host: Host
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name is not None and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from dsh_host.errors import ConfigError
+            from dsh_host.plugins import unmounted_command
+
+            line = unmounted_command(name, self.host.config, self.host.installed)
+            if line is not None:
+                raise ConfigError(line)
+        return super().resolve_command(ctx, args)
+
+
 def build_cli(host: Host) -> click.Group:
     """The root command group; its commands (the host's own and the plugins') come from `dsh_register_commands`."""
 
     @click.group(
+        cls=_RootGroup,
         name="dsh",
         invoke_without_command=True,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -85,6 +105,8 @@ def build_cli(host: Host) -> click.Group:
 
             open_chat(host, session_id=None, continue_last=False)
 
+    assert isinstance(cli, _RootGroup)
+    cli.host = host
     host.hook.dsh_register_commands(cli=cli)
     return cli
 

@@ -17,11 +17,14 @@ so in any project that has dsh-host installed these fixtures are available witho
   `dsh-host[postgres]`).
 
 - `appended(session, predicate)`: wait for the event a test needs, not for event-loop ticks.
+- `private_homes(root)`: `HOME` and the agents' home variables pointing under `root`, so that
+  nothing reads the machine's real sessions of other agents (`make_host` and `dsh_cli` use it).
 
 The helpers themselves import nothing of pytest, so they can also be used outside it.
 """
 
 from dsh_host.testing.cli import CliResult, DshRunner
+from dsh_host.testing.homes import AGENT_HOME_VARIABLES, private_homes
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import Database, PostgresServer
@@ -30,6 +33,7 @@ from dsh_host.testing.ui import RecordingUI
 from dsh_host.testing.waits import appended
 
 __all__ = [
+    "AGENT_HOME_VARIABLES",
     "CliResult",
     "Database",
     "DshRunner",
@@ -38,5 +42,6 @@ __all__ = [
     "PostgresServer",
     "RecordingUI",
     "appended",
+    "private_homes",
     "sent_requests",
 ]

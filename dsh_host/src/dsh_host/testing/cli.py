@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 from click.testing import CliRunner
 
+from dsh_host.testing.homes import private_homes
+
 
 class CliResult(NamedTuple):
     """What one `dsh` invocation did; compares and unpacks as `(exit_code, stdout, stderr)`."""
@@ -25,8 +27,10 @@ class DshRunner:
     Each call sets `DSH_HOME` to `home` and `DSH_LOAD_PLUGINS` to `plugins` (none by default;
     None leaves the variable unset, so the configured or default plugins mount), unsets
     `DSH_CONFIG` and `DSH_SCRIPT`, points the user configuration dir into `root` (so a
-    developer's own `dsh.toml` never applies) and runs in `cwd`; `env` adds or overrides
-    variables (`None` unsets one). Change `plugins`, `env` and `cwd` between calls as needed.
+    developer's own `dsh.toml` never applies) and `HOME` and the agents' homes there too
+    (`private_homes(root / "user-home")`: no command reads the machine's real sessions), and
+    runs in `cwd`; `env` adds or overrides variables (`None` unsets one). Change `plugins`,
+    `env` and `cwd` between calls as needed.
     """
 
     def __init__(
@@ -51,6 +55,7 @@ class DshRunner:
             "DSH_CONFIG": None,
             "DSH_SCRIPT": None,
             "XDG_CONFIG_HOME": str(self.root / "user-config"),
+            **private_homes(self.root / "user-home"),
             **self.env,
         }
 

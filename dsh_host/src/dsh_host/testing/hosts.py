@@ -19,7 +19,9 @@ class HostFactory:
     """Starts hosts whose data lives under `root`, and closes every one of them at `close()`.
 
     Configuration is built in code (`Config.from_mapping`), so no configuration file, user
-    configuration or `DSH_*` variable reaches the hosts.
+    configuration or `DSH_*` variable reaches the hosts. `HOME` and the agents' homes come from
+    the process's environment (a mounted source reads the agents' files there): the `make_host`
+    fixture points them into the test's temp dir; elsewhere set them with `private_homes`.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:

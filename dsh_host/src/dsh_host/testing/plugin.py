@@ -14,6 +14,7 @@ import pytest
 
 from dsh_host import Host
 from dsh_host.testing.cli import DshRunner
+from dsh_host.testing.homes import private_homes
 from dsh_host.testing.hosts import HostFactory
 from dsh_host.testing.logs import LogBuilder
 from dsh_host.testing.postgres import DSN_VARIABLE, Database, PostgresServer
@@ -24,14 +25,17 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def make_host(tmp_path: Path) -> Iterator[HostFactory]:
+def make_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostFactory]:
     """Start hosts on a data dir in `tmp_path`; all of them are closed at teardown.
 
     `make_host(plugins=["compact"], objects={"mine": Mine()}, script=[{"text": "hi"}],
     compact={"auto": False})` returns a started `Host` (see `HostFactory.__call__`). Hosts made
     by one test share the data dir unless given their own `data_dir`, so a second host sees what
-    the first stored.
+    the first stored. `HOME` and the agents' homes point into `tmp_path` for the test
+    (`private_homes`), so a mounted source never reads the machine's real sessions.
     """
+    for variable, value in private_homes(tmp_path / "user-home").items():
+        monkeypatch.setenv(variable, value)
     factory = HostFactory(tmp_path)
     try:
         yield factory
