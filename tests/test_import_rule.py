@@ -1,15 +1,18 @@
-"""The public-API rule: code outside dsh_host imports only public names.
+"""The public-API rule: code outside dsh_host imports only public names, and uses only the host's public attributes.
 
 The plugins (dsh_compact, dsh_session_reference, dsh_retention, dsh_sources) and examples/ are what a plugin
 or host author writes: what they take from `dsh_host` must be one of its exported names
 (`dsh_host.__all__`) or a public sub-namespace, and what they take from a public sub-namespace
-must be in its `__all__`; any other `dsh_host.<submodule>` is private.
+must be in its `__all__`; any other `dsh_host.<submodule>` is private. Of a `Host` (a value named
+`host`, `self.host`, `self._host` or `agent.host`) they use only the attributes docs/api.md lists
+(`host.<name>`). bench/ may reach further: it measures private baselines.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +30,26 @@ OUTSIDE = [
     ROOT / "examples",
 ]
 SOURCES = sorted(path for folder in OUTSIDE for path in folder.rglob("*.py"))
+API_PAGE = ROOT / "docs" / "api.md"
+
+
+def documented_host_attributes() -> set[str]:
+    """The attributes of `Host` docs/api.md lists, as `host.<name>`."""
+    return set(re.findall(r"`(?:await )?host\.([A-Za-z_]\w*)", API_PAGE.read_text(encoding="utf-8")))
+
+
+def _is_host(node: ast.expr) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == "host"
+    return isinstance(node, ast.Attribute) and node.attr in ("host", "_host")
+
+
+def attribute_violations(path: Path, documented: set[str], root: Path = ROOT) -> Iterator[str]:
+    """Each use of a host attribute docs/api.md does not list, as `file:line: host.<name>`."""
+    where = path.relative_to(root)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and _is_host(node.value) and node.attr not in documented:
+            yield f"{where}:{node.lineno}: host.{node.attr}"
 
 
 def violations(path: Path, root: Path = ROOT) -> Iterator[str]:
@@ -65,6 +88,29 @@ def test_there_are_sources_to_check():
 @pytest.mark.parametrize("path", SOURCES, ids=[str(p.relative_to(ROOT)) for p in SOURCES])
 def test_only_the_public_api_of_dsh_host_is_imported(path):
     assert list(violations(path)) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[str(p.relative_to(ROOT)) for p in SOURCES])
+def test_only_documented_attributes_of_the_host_are_used(path):
+    assert list(attribute_violations(path, documented_host_attributes())) == []
+
+
+def test_the_attribute_rule_catches_every_receiver(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "def f(host, agent, self):\n"
+        "    host.services.get('x')\n"
+        "    host.pm.register(object())\n"
+        "    agent.host._plugin_objects\n"
+        "    self._host.sources.names\n"
+        "    self.host.mounted\n"
+    )
+    documented = documented_host_attributes()
+    assert {"services", "pm", "sources", "sessions", "models", "data_dir"} <= documented
+    assert list(attribute_violations(bad, documented, tmp_path)) == [
+        "bad.py:4: host._plugin_objects",
+        "bad.py:6: host.mounted",
+    ]
 
 
 def test_the_rule_catches_every_form(tmp_path):

@@ -169,3 +169,19 @@ def test_the_check_sees_every_form_of_import_that_runs(tmp_path):
     assert circles((here, there) for here, there, _ in edges(package)) == [["high", "low", "pkg"]]
     typed = [i.line for i in imports(package / "low" / "mod.py", type_checking=True) if i.name.startswith("pkg.")]
     assert typed == [2, 3, 4, 5, 7, 9, 11]
+
+
+def test_the_json_vocabulary_is_a_leaf_that_dsh_host_imports_directly():
+    # `Json`, `JsonValue` and `MaybeAwaitable` live in `jsontypes`, which imports nothing of dsh:
+    # a module that only types JSON names no hook specification (nor, through it, every layer).
+    vocabulary = {"Json", "JsonValue", "MaybeAwaitable"}
+    leaf = HOST / "jsontypes.py"
+    assert [found for found in imports(leaf, type_checking=True) if found.name.startswith("dsh_host")] == []
+    through_hookspecs = [
+        str(found)
+        for path in sources(HOST)
+        if path.name != "hookspecs.py"
+        for found in imports(path, type_checking=True)
+        if found.name.rpartition(".")[0] == "dsh_host.hookspecs" and found.name.rpartition(".")[2] in vocabulary
+    ]
+    assert through_hookspecs == []

@@ -22,8 +22,36 @@ HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp")
 
 
 def test_the_top_level_is_a_surface_a_reader_can_hold_in_their_head():
-    assert 35 <= len(dsh_host.__all__) <= 48
+    # The types of what a host and an agent hand out (`host.sessions`, `agent.status`) count too.
+    assert 35 <= len(dsh_host.__all__) <= 50
     assert sorted(dsh_host.__all__) == sorted(set(dsh_host.__all__))
+
+
+def test_the_top_level_names_are_listed_once_and_mirrored_for_type_checkers():
+    import ast
+
+    # `_HOMES` is the one list; `__all__` is made from it; a type checker reads the names from
+    # the `TYPE_CHECKING` imports, which must say the same (each `from HOME import NAME as NAME`).
+    homes = dsh_host._HOMES
+    assert dsh_host.__all__ == sorted(["__version__", "hookimpl", *homes])
+    tree = ast.parse(Path(dsh_host.__file__).read_text(encoding="utf-8"))
+    (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    mirrored = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module is not None
+        for alias in node.names:
+            assert alias.asname == alias.name, f"import {alias.name} as itself, so mypy sees it exported"
+            mirrored[alias.name] = node.module
+    assert mirrored == homes
+
+
+def test_every_deprecated_name_says_which_release_removes_it():
+    page = API_PAGE.read_text(encoding="utf-8")
+    assert f"Until dsh-host {dsh_host.SHIMS_REMOVED_IN}, which removes them" in page
+    for name, (_, new_name) in dsh_host._DEPRECATED.items():
+        with pytest.warns(DeprecationWarning, match=rf"it goes in dsh-host {re.escape(dsh_host.SHIMS_REMOVED_IN)}$"):
+            getattr(dsh_host, name)
+        assert f"`{name}`" in page or new_name is not None, name
 
 
 @pytest.mark.parametrize(("namespace", "name"), PUBLIC, ids=[f"{ns}.{n}" for ns, n in PUBLIC])

@@ -34,39 +34,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING
 
-from dsh_host.hookspecs import hookimpl
-
-if TYPE_CHECKING:
-    from dsh_host.agent.agent import Agent
-    from dsh_host.agent.composition import ComposeError, Composition
-    from dsh_host.agent.decisions import Allow, Block, Continue, Stop
-    from dsh_host.agent.tickets import Ticket, TurnResult
-    from dsh_host.config import Config, load_config
-    from dsh_host.errors import ConfigError, DshError, PluginError
-    from dsh_host.host import Host
-    from dsh_host.models.base import ModelAdapter, ModelRequest
-    from dsh_host.query import SessionQuery, SessionRecord, TitleSnapshot
-    from dsh_host.services import Services
-    from dsh_host.session.events import Event, SessionHeader, SurfaceText
-    from dsh_host.session.session import Session
-    from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-    from dsh_host.sources.base import SessionSource
-    from dsh_host.store.base import (
-        CandidateRow,
-        LeasingStore,
-        QuickLeasingStore,
-        SearchCancelled,
-        SessionBusy,
-        SessionLease,
-        SessionNotFound,
-        SessionRow,
-        SessionStore,
-        StoredTitle,
-        StoreError,
-    )
-    from dsh_host.store.sqlite import SqliteSessionStore
-    from dsh_host.terminal_text import display_inline_text, display_text, inert_json
-    from dsh_host.tools.base import Tool, ToolContext, ToolResult
+from dsh_host.hookspecs import hookimpl as hookimpl
 
 __version__ = "0.1.0"
 
@@ -76,8 +44,10 @@ _HOMES = {
     "Config": "dsh_host.config",
     "load_config": "dsh_host.config",
     "Services": "dsh_host.services",
+    "SessionRegistry": "dsh_host.live_sessions",
     # the agent and its results
     "Agent": "dsh_host.agent.agent",
+    "AgentStatus": "dsh_host.agent.agent",
     "Ticket": "dsh_host.agent.tickets",
     "TurnResult": "dsh_host.agent.tickets",
     "Composition": "dsh_host.agent.composition",
@@ -125,10 +95,70 @@ _HOMES = {
     "display_inline_text": "dsh_host.terminal_text",
     "inert_json": "dsh_host.terminal_text",
 }
+"""The public names (but `hookimpl` and `__version__`), each with the module that defines it: the
+one list. `__all__` is made from it, and each name is imported from its module on first use.
+A type checker reads the same names from the `TYPE_CHECKING` imports below, which a test
+(`tests/test_public_api.py`) holds equal to this list."""
 
-# Names this package exported before the public surface was narrowed: each still works, with a
-# DeprecationWarning naming its new home (or saying it is internal), until the next release.
-_MOVED = {
+__all__ = sorted(["__version__", "hookimpl", *_HOMES])
+
+if TYPE_CHECKING:
+    from dsh_host.agent.agent import Agent as Agent
+    from dsh_host.agent.agent import AgentStatus as AgentStatus
+    from dsh_host.agent.composition import ComposeError as ComposeError
+    from dsh_host.agent.composition import Composition as Composition
+    from dsh_host.agent.decisions import Allow as Allow
+    from dsh_host.agent.decisions import Block as Block
+    from dsh_host.agent.decisions import Continue as Continue
+    from dsh_host.agent.decisions import Stop as Stop
+    from dsh_host.agent.tickets import Ticket as Ticket
+    from dsh_host.agent.tickets import TurnResult as TurnResult
+    from dsh_host.config import Config as Config
+    from dsh_host.config import load_config as load_config
+    from dsh_host.errors import ConfigError as ConfigError
+    from dsh_host.errors import DshError as DshError
+    from dsh_host.errors import PluginError as PluginError
+    from dsh_host.host import Host as Host
+    from dsh_host.live_sessions import SessionRegistry as SessionRegistry
+    from dsh_host.models.base import ModelAdapter as ModelAdapter
+    from dsh_host.models.base import ModelRequest as ModelRequest
+    from dsh_host.query import SessionQuery as SessionQuery
+    from dsh_host.query import SessionRecord as SessionRecord
+    from dsh_host.query import TitleSnapshot as TitleSnapshot
+    from dsh_host.services import Services as Services
+    from dsh_host.session.events import Event as Event
+    from dsh_host.session.events import SessionHeader as SessionHeader
+    from dsh_host.session.events import SurfaceText as SurfaceText
+    from dsh_host.session.session import Session as Session
+    from dsh_host.session.snapshots import SurfaceSnapshot as SurfaceSnapshot
+    from dsh_host.session.snapshots import SurfaceTexts as SurfaceTexts
+    from dsh_host.sources.base import SessionSource as SessionSource
+    from dsh_host.store.base import CandidateRow as CandidateRow
+    from dsh_host.store.base import LeasingStore as LeasingStore
+    from dsh_host.store.base import QuickLeasingStore as QuickLeasingStore
+    from dsh_host.store.base import SearchCancelled as SearchCancelled
+    from dsh_host.store.base import SessionBusy as SessionBusy
+    from dsh_host.store.base import SessionLease as SessionLease
+    from dsh_host.store.base import SessionNotFound as SessionNotFound
+    from dsh_host.store.base import SessionRow as SessionRow
+    from dsh_host.store.base import SessionStore as SessionStore
+    from dsh_host.store.base import StoredTitle as StoredTitle
+    from dsh_host.store.base import StoreError as StoreError
+    from dsh_host.store.sqlite import SqliteSessionStore as SqliteSessionStore
+    from dsh_host.terminal_text import display_inline_text as display_inline_text
+    from dsh_host.terminal_text import display_text as display_text
+    from dsh_host.terminal_text import inert_json as inert_json
+    from dsh_host.tools.base import Tool as Tool
+    from dsh_host.tools.base import ToolContext as ToolContext
+    from dsh_host.tools.base import ToolResult as ToolResult
+
+SHIMS_REMOVED_IN = "0.2.0"
+"""The release that drops the deprecated names below (docs/api.md says so too)."""
+
+_DEPRECATED: dict[str, tuple[str, str | None]] = {
+    # Names this package exported before the public surface was narrowed, and where each went
+    # (None: it was internal and has no public home). Each still works, with a DeprecationWarning,
+    # until `SHIMS_REMOVED_IN`.
     "hookspec": ("dsh_host.hookspecs", "hookspec"),
     "JS_WHITESPACE": ("dsh_host.text", "JS_WHITESPACE"),
     "escape_lone_surrogates": ("dsh_host.text", "escape_lone_surrogates"),
@@ -177,67 +207,14 @@ _MOVED = {
     "transcript_card": ("dsh_host.ui", "card"),
     "transcript_error": ("dsh_host.ui", "error"),
     "transcript_notice": ("dsh_host.ui", "notice"),
+    "Status": ("dsh_host", "AgentStatus"),
+    "ABSENT": ("dsh_host.agent.inbox", None),
+    "CancelSignal": ("dsh_host.agent.cancel", None),
+    "ContinuationDecision": ("dsh_host.agent.decisions", None),
+    "DROPPED": ("dsh_host.agent.tickets", None),
+    "PromptDecision": ("dsh_host.agent.decisions", None),
+    "render_error": ("dsh_host.agent.errors", None),
 }
-_INTERNAL = {
-    "ABSENT": "dsh_host.agent.inbox",
-    "CancelSignal": "dsh_host.agent.cancel",
-    "ContinuationDecision": "dsh_host.agent.decisions",
-    "DROPPED": "dsh_host.agent.tickets",
-    "PromptDecision": "dsh_host.agent.decisions",
-    "Status": "dsh_host.agent.agent",
-    "render_error": "dsh_host.agent.errors",
-}
-
-__all__ = [
-    "Agent",
-    "Allow",
-    "Block",
-    "CandidateRow",
-    "ComposeError",
-    "Composition",
-    "Config",
-    "ConfigError",
-    "Continue",
-    "DshError",
-    "Event",
-    "Host",
-    "LeasingStore",
-    "ModelAdapter",
-    "ModelRequest",
-    "PluginError",
-    "QuickLeasingStore",
-    "SearchCancelled",
-    "Services",
-    "Session",
-    "SessionBusy",
-    "SessionHeader",
-    "SessionLease",
-    "SessionNotFound",
-    "SessionQuery",
-    "SessionRecord",
-    "SessionRow",
-    "SessionSource",
-    "SessionStore",
-    "SqliteSessionStore",
-    "Stop",
-    "StoreError",
-    "StoredTitle",
-    "SurfaceSnapshot",
-    "SurfaceText",
-    "SurfaceTexts",
-    "Ticket",
-    "TitleSnapshot",
-    "Tool",
-    "ToolContext",
-    "ToolResult",
-    "TurnResult",
-    "__version__",
-    "display_inline_text",
-    "display_text",
-    "hookimpl",
-    "inert_json",
-    "load_config",
-]
 
 
 def __getattr__(name: str) -> object:
@@ -246,17 +223,20 @@ def __getattr__(name: str) -> object:
         value = getattr(importlib.import_module(home), name)
         globals()[name] = value  # later lookups skip this function
         return value
-    if name in _MOVED:
-        module, new_name = _MOVED[name]
-        warnings.warn(f"dsh_host.{name} is deprecated: use {module}.{new_name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(module), new_name)
-    if name in _INTERNAL:
+    if name in _DEPRECATED:
+        module, new_name = _DEPRECATED[name]
+        if new_name is None:
+            why, new_name = "it is internal", name
+        else:
+            why = f"use {module}.{new_name}"
         warnings.warn(
-            f"dsh_host.{name} is deprecated: it is internal and will be removed", DeprecationWarning, stacklevel=2
+            f"dsh_host.{name} is deprecated: {why}; it goes in dsh-host {SHIMS_REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=2,
         )
-        return getattr(importlib.import_module(_INTERNAL[name]), name)
+        return getattr(importlib.import_module(module), new_name)
     raise AttributeError(f"module 'dsh_host' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return list(__all__)

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from dsh_host.hookspecs import Json, StoreFactory, hookimpl
+from dsh_host.hookspecs import StoreFactory, hookimpl
+from dsh_host.jsontypes import Json
 from dsh_host.settings import read_str, reject_unknown
 
 if TYPE_CHECKING:

@@ -24,10 +24,13 @@ awaitable resolving to it. docs/hooks.md is generated from this module.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pluggy import HookimplMarker, HookspecMarker
+
+# The JSON vocabulary lives in a leaf module every layer can import; plugins import it from here.
+from dsh_host.jsontypes import Json, JsonValue, MaybeAwaitable
 
 if TYPE_CHECKING:
     import asyncio
@@ -67,20 +70,6 @@ hookspec = HookspecMarker("dsh")
 hookimpl = HookimplMarker("dsh")
 """Marks a plugin's hook implementation: `@hookimpl`, `@hookimpl(tryfirst=True)`,
 `@hookimpl(wrapper=True)` (exported as `dsh_host.hookimpl`)."""
-
-T = TypeVar("T")
-
-MaybeAwaitable: TypeAlias = T | Awaitable[T]
-"""A hook result given directly or as an awaitable the agent resolves."""
-
-JsonValue: TypeAlias = Any
-"""Any JSON value: null, a boolean, a number, a string, a list or an object of JSON values.
-
-The one place the toolkit's types say "arbitrary data": event data, model messages and content
-blocks are read by their shape, so a type checker lets them through as `Any`."""
-
-Json: TypeAlias = Mapping[str, JsonValue]
-"""A JSON object in the log's vocabulary (camelCase keys), frozen when it comes from the log."""
 
 StoreFactory = Callable[["Host", dict[str, Any]], "SessionStore"]
 """`factory(host, table)`: opens the store `dsh_register_stores` registered, from its table."""

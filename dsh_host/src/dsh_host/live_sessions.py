@@ -49,6 +49,8 @@ from dsh_host.titles import fallback_title_data, latest_title
 if TYPE_CHECKING:
     import asyncio
 
+    from dsh_host.jsontypes import JsonValue
+
 log = logging.getLogger("dsh.store")
 
 
@@ -413,7 +415,7 @@ class SessionRegistry:
             held.release()
 
 
-def append_out_of_band(session: Session, type: str, data: dict, trigger: dict) -> None:
+def append_out_of_band(session: Session, type: str, data: dict[str, JsonValue], trigger: dict[str, JsonValue]) -> None:
     """Append a log-only event: into the open turn, or inside a zero-step turn of its own."""
     if session.open_turn() is not None:
         session.append(type, data)

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     # only lists sessions never loads it.
     import asyncio
 
-    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.session.session import Session
     from dsh_host.sources.base import SessionSource

@@ -15,7 +15,7 @@ from dsh_host.session.events import display_prompt_content, text_of
 from dsh_host.text import JS_WHITESPACE
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.session.events import Event
 
 # The reference's defaults: every fallback title in the reference implementation's logs is

@@ -47,8 +47,8 @@ from dsh_host.session.session import Session
 if TYPE_CHECKING:
     from acp.schema import ClientCapabilities, StopReason
 
-    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import Json, JsonValue
 
 log = logging.getLogger("dsh.acp")
 

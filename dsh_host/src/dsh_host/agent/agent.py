@@ -33,14 +33,15 @@ from dsh_host.tools.base import Tool
 
 if TYPE_CHECKING:
     from dsh_host.agent.inbox import Content
-    from dsh_host.hookspecs import Json, JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.models.registry import ResolvedModel
 
 log = logging.getLogger("dsh.agent")
 
-Status = Literal["idle", "running", "disposed"]
-StatusListener = Callable[[Status], None]
+AgentStatus = Literal["idle", "running", "disposed"]
+"""What an agent is doing: `idle`, `running` a turn, or `disposed` (closed)."""
+StatusListener = Callable[[AgentStatus], None]
 
 DEFAULT_MAX_PARALLEL_TOOLS = 10
 
@@ -84,7 +85,7 @@ class Agent:
         self.cwd = Path(session.cwd) if session.cwd else Path.cwd()
         self._inbox = Inbox()
         self._headers = RequestHeaderLog()
-        self._status: Status = "idle"
+        self._status: AgentStatus = "idle"
         self._status_listeners: list[StatusListener] = []
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._owner: CancelSignal | None = None
@@ -130,7 +131,7 @@ class Agent:
         return self.session.id
 
     @property
-    def status(self) -> Status:
+    def status(self) -> AgentStatus:
         """`idle`, `running` (from claiming a message until the queue is empty), or `disposed`."""
         return self._status
 
@@ -385,7 +386,7 @@ class Agent:
 
     # --- status and notifications ---------------------------------------------------------------
 
-    def _set_status(self, status: Status) -> None:
+    def _set_status(self, status: AgentStatus) -> None:
         if status == self._status or self._status == "disposed":
             return
         self._status = status
@@ -394,7 +395,7 @@ class Agent:
             self._settle_idle_waiters()
         self._notify_status(status)
 
-    def _notify_status(self, status: Status) -> None:
+    def _notify_status(self, status: AgentStatus) -> None:
         for listener in list(self._status_listeners):
             try:
                 listener(status)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dsh_host.session.frozen import FrozenDict
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
 
 USER_CAUSE = FrozenDict(kind="user")
 DISPOSED = FrozenDict(kind="disposed")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dsh_host.errors import DshError
-from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)

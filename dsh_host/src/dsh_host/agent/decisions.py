@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import Json  # imported at run time for typing.get_type_hints
 
 
 @dataclass(frozen=True)

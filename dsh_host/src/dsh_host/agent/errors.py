@@ -11,7 +11,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 CIRCULAR = "<circular cause>"
 UNRENDERABLE = "<unrenderable value>"

@@ -19,7 +19,7 @@ from dsh_host.session.frozen import FrozenDict, frozen_loads
 from dsh_host.session.lossless import NotLosslessJson, canonical_text
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
 
 USER_SOURCE = FrozenDict(kind="user")
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pluggy import HookRelay
 
     from dsh_host.agent.ports import TurnOwner
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 log = logging.getLogger("dsh.agent")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dsh_host.session.events import PROMPT_DELIMITER
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 PROMPT_PREFIX = "prompt-prefix"
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pluggy import HookRelay
 
     from dsh_host.agent.inbox import Content
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.live_sessions import SessionRegistry
     from dsh_host.models.base import ModelAdapter
     from dsh_host.models.registry import ModelRegistry

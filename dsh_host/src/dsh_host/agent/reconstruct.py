@@ -19,7 +19,7 @@ from dsh_host.session.request_header import canonical_header, fold_request_heade
 from dsh_host.session.session import Session
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 # Once the step's stream has produced anything, its request was already dispatched.
 _DISPATCHED = frozenset({"assistant/chunk", "assistant/message", "step/end", "step/start", "turn/end"})

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dsh_host.hookspecs import Json  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import Json  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     from dsh_host.session.session import Session

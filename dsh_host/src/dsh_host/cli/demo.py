@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from dsh_host.agent.agent import Agent
-    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import JsonValue
 
 
 class Compaction(Protocol):

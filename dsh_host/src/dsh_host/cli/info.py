@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import JsonValue
 
 
 @click.command()

@@ -20,8 +20,8 @@ from dsh_host.terminal_text import display_inline_text, display_text, inert_json
 from dsh_host.text import iso_utc
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
     from dsh_host.host import Host
+    from dsh_host.jsontypes import JsonValue
     from dsh_host.session.check import Finding
     from dsh_host.session.events import SessionHeader
     from dsh_host.session.jsonl import ParsedLog

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
-from dsh_host.hookspecs import Json, JsonValue
+from dsh_host.jsontypes import Json, JsonValue
 from dsh_host.store.base import ListingKey
 from dsh_host.text import escape_lone_surrogates, iso_utc
 

@@ -48,7 +48,7 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from dsh_host.hookspecs import Json, JsonValue
+from dsh_host.jsontypes import Json, JsonValue
 
 log = logging.getLogger("dsh.mcp")
 

@@ -5,23 +5,25 @@ protocol itself, which is exported from `dsh_host` (`ModelAdapter`, `ModelReques
 - `ToolSchema`: a tool as a request offers it to the model.
 - `StreamAssembler` and `AssembledMessage`: fold an adapter's stream chunks into the message
   they spell, as the agent does (for a plugin that calls a model itself, as compaction does).
-- `ResolvedModel` and `AdapterFactory`: what `host.models.resolve(...)` returns, and what
-  `dsh_register_models` registers; `ModelUnavailable`: what it raises for a model that cannot
-  run (its API key variable unset).
+- `ModelRegistry`: the type of `host.models`, model adapters by provider (`resolve(spec)`,
+  `adapter(provider)`); `ResolvedModel` and `AdapterFactory`: what `host.models.resolve(...)`
+  returns, and what `dsh_register_models` registers; `ModelUnavailable`: what it raises for a
+  model that cannot run (its API key variable unset).
 - `message_text` and `unanswered_messages`: read the messages of a request.
 
-The adapters themselves (`scripted`, `openai`) and the registry are private modules.
+The adapters themselves (`scripted`, `openai`) and the registry's module are private.
 """
 
 from dsh_host.models.assembler import AssembledMessage, StreamAssembler
 from dsh_host.models.base import ModelFailure, ToolSchema
 from dsh_host.models.messages import message_text, unanswered_messages
-from dsh_host.models.registry import AdapterFactory, ModelUnavailable, ResolvedModel
+from dsh_host.models.registry import AdapterFactory, ModelRegistry, ModelUnavailable, ResolvedModel
 
 __all__ = [
     "AdapterFactory",
     "AssembledMessage",
     "ModelFailure",
+    "ModelRegistry",
     "ModelUnavailable",
     "ResolvedModel",
     "StreamAssembler",

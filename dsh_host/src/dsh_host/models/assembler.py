@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from dsh_host.models.base import JsonDict
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 _DELTA_BLOCK_TYPES = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from dsh_host.errors import DshError
-from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     import asyncio

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
 
 
 def unanswered_messages(messages: Sequence[Json]) -> list[Json]:

@@ -30,7 +30,7 @@ from dsh_host.models.base import JsonDict, ModelFailure, ModelRequest, ToolSchem
 if TYPE_CHECKING:
     from pluggy import HookRelay
 
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.models.registry import ModelHost
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"

@@ -33,7 +33,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
     from dsh_host.models.registry import ModelHost
 
 ScriptEntry = list[JsonDict] | Callable[[ModelRequest], "list[JsonDict] | Awaitable[list[JsonDict]]"] | str

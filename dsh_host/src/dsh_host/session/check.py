@@ -43,7 +43,7 @@ from dsh_host.session.surface import Surface, SurfaceError, plan_transition
 from dsh_host.text import js_string
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 SEED_SHAPE = "seed-shape"

@@ -21,7 +21,7 @@ from dsh_host.session.lossless import FAST_DUMPS, FAST_LOADS, NotLosslessJson, c
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"})

@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 
 def _readonly(*_: object, **__: object) -> NoReturn:

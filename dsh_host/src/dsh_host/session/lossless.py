@@ -32,7 +32,7 @@ import orjson
 from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 MAX_DEPTH = 512
 """The deepest nesting of arrays and objects a value may have.

@@ -9,7 +9,7 @@ from dsh_host.session.events import Event
 from dsh_host.session.snapshots import SurfaceSnapshot
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.session.session import Session
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from dsh_host.session.events import Event
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 OUTCOME_UNKNOWN_TEXT = (
     "The tool call was interrupted after it was recorded, but no result was durably recorded. "

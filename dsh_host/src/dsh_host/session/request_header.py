@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dsh_host.session.events import Event
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 _CONFIG_KEYS = ("provider", "model", "temperature", "maxTokens", "stop")
 

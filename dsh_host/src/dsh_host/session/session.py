@@ -21,7 +21,7 @@ from dsh_host.session.request_header import canonical_header
 from dsh_host.session.surface import Surface, SurfaceError, plan_transition
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
 
 log = logging.getLogger("dsh.session")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsh_host.hookspecs import JsonValue  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import JsonValue  # imported at run time for typing.get_type_hints
 from dsh_host.session.events import SessionHeader, SurfaceText
 
 

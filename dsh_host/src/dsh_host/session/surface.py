@@ -17,7 +17,7 @@ from dsh_host.errors import DshError
 from dsh_host.session.events import NULL_MARKER, SURFACE_TYPES, Event, is_safe_int
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 
 class SurfaceError(DshError, ValueError):

@@ -5,6 +5,8 @@ hook; its sessions carry ids `<source>:<the agent's own id>`, the session query 
 from the store and every mounted source alike, and the host refuses any write to a source's
 session. docs/sources.md describes the seam.
 
+- `SessionSources`: the type of `host.sources`, the mounted sources by name (`names`,
+  `get(name)`, `owner(session_id)`, `display_name(name)`, `agent_name(session_id)`).
 - `IndexedSource` and `IndexProgress`: a source that keeps an index of the agent's files, and
   how far its build has come (what the host shows while a person or a client waits);
   `report_index_progress` tells a build's progress to the front end.
@@ -29,6 +31,7 @@ from dsh_host.sources.base import (
     SourceReadOnly,
     report_index_progress,
 )
+from dsh_host.sources.registry import SessionSources
 from dsh_host.sources.synthesis import SourceConversation, SourceMessage
 from dsh_host.store.relevance import BodyTextScoring
 from dsh_host.store.search import SearchQuery
@@ -39,6 +42,7 @@ __all__ = [
     "IndexProgress",
     "IndexedSource",
     "SearchQuery",
+    "SessionSources",
     "SourceConversation",
     "SourceFileReport",
     "SourceMessage",

@@ -19,7 +19,7 @@ from dsh_host.session.events import Event, SessionHeader, SurfaceText
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 USER_SOURCE: Mapping[str, str] = {"kind": "user"}
 """The source of a prompt a person typed."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_host import Config, Host
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
 
 
 class HostFactory:

@@ -11,7 +11,7 @@ from dsh_host.log import event_from_json
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
 
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 Content: TypeAlias = "str | list[dict[str, JsonValue]] | None"
 """A message's content as the builders take it: a string is one text block, None no block."""

@@ -21,7 +21,7 @@ from dsh_host.testing.postgres import DSN_VARIABLE, Database, PostgresServer
 from dsh_host.testing.requests import sent_requests as _sent_requests
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from dsh_host.models.scripted import ScriptedAdapter
 
 if TYPE_CHECKING:
     from dsh_host import Host
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.jsontypes import JsonValue
 
 
 def sent_requests(host: Host) -> list[dict[str, JsonValue]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dsh_host.hookspecs import Json, JsonValue  # imported at run time for typing.get_type_hints
+from dsh_host.jsontypes import Json, JsonValue  # imported at run time for typing.get_type_hints
 
 if TYPE_CHECKING:
     import asyncio

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from dsh_host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
     from dsh_host.tools.base import Tool, ToolContext, ToolResult
 
 MAX_READ_BYTES = 256 * 1024

@@ -58,8 +58,8 @@ from dsh_host.tui.title import RESTORE_TITLE, SAVE_TITLE, window_title
 
 if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
-    from dsh_host.hookspecs import Json
     from dsh_host.host import Host
+    from dsh_host.jsontypes import Json
     from dsh_host.session.events import Event
     from dsh_host.session.session import Session
 

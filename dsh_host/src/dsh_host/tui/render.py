@@ -30,7 +30,7 @@ from dsh_host.text import js_trim
 if TYPE_CHECKING:
     from pluggy import HookRelay
 
-    from dsh_host.hookspecs import Json, JsonValue
+    from dsh_host.jsontypes import Json, JsonValue
     from dsh_host.session.events import Event
 
 # A box that draws only a left gutter bar, on every row including the blank top and bottom.

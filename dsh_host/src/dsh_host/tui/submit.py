@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
     from dsh_host.agent.composition import Composition
     from dsh_host.agent.tickets import Ticket
-    from dsh_host.hookspecs import Json
+    from dsh_host.jsontypes import Json
 
 log = logging.getLogger("dsh.tui")
 
