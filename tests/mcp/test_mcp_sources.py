@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters, stdio_client
 
 from dsh_host import Host
 from dsh_host.mcp.cli import session_catalog
@@ -17,6 +17,7 @@ from dsh_host.mcp.server import build_server
 from dsh_host.text import iso_utc
 from dsh_session_reference import encode_uri
 from tests.dsh_sources.builders import ClaudeTranscript, CodexRollout
+from tests.processes import dsh_command, hermetic_env
 
 pytestmark = pytest.mark.foreign_logs  # the stored session is written by hand
 
@@ -82,3 +83,23 @@ async def test_sessions_of_other_agents_are_found_read_and_listed(sources):
         (contents,) = (await client.read_resource(claude.uri)).contents
         single = await client.call_tool("read_sessions", {"references": [ids["claude"]]})
         assert contents.text == single.content[0].text
+
+
+async def test_with_no_configuration_dsh_mcp_serves_the_installed_sources(tmp_path):
+    # The README's promise: installed is mounted, so `dsh mcp` with no configuration file and no
+    # plugin list searches and reads the Claude Code sessions in the person's home.
+    env = hermetic_env(tmp_path)
+    transcript = ClaudeTranscript(cwd="/work/walrus")
+    transcript.user("Which walrus log format did we pick?")
+    transcript.reply(("text", "JSON lines, one event a line."))
+    transcript.write(Path(env["CLAUDE_CONFIG_DIR"]))
+    session_id = f"claude-code:{transcript.session_id}"
+    params = StdioServerParameters(command=dsh_command()[0], args=["mcp"], env=env, cwd=str(tmp_path))
+    with (tmp_path / "stderr.txt").open("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            found = await client.call_tool("search_sessions", {"query": "walrus"})
+            (session,) = found.structured_content["sessions"]
+            assert (session["id"], session["agent"]) == (session_id, "Claude Code")
+            read = await client.call_tool("read_sessions", {"references": [session_id]})
+            assert "JSON lines, one event a line." in read.structured_content["snapshot"]
+            assert [s["label"] for s in read.structured_content["sources"]] == ["Which walrus log format did we pick?"]
