@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.application.current import set_app
-from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.buffer import Buffer, CompletionState
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -220,6 +220,7 @@ class ChatUI:
             sources=sources,
             target=lambda: self.agent,
             on_abandoned=self._complete_again,
+            on_pending=self._refresh_menu,
         )
         self.buffer = Buffer(
             multiline=True,
@@ -423,6 +424,25 @@ class ChatUI:
         if self.app.is_running and self.buffer.complete_state is None:
             self.buffer.start_completion()
 
+    def _refresh_menu(self) -> None:
+        """Ask the completer again about the text whose menu said more is coming."""
+        if self.app.is_running:
+            _keep(self._commands_running, asyncio.ensure_future(self._refill_menu(self.buffer.complete_state)))
+
+    async def _refill_menu(self, state: CompletionState | None) -> None:
+        answer = await self.completer.ask_again()
+        if answer is None:
+            return
+        document, completions = answer
+        buffer = self.buffer
+        if buffer.document != document or buffer.complete_state is not state:
+            return  # typed, chosen or closed meanwhile: that request owns the menu now
+        if state is not None and state.complete_index is not None:
+            return  # the user is choosing an item: keep the list still under the cursor
+        # Swapped in place rather than by a new completion request, which would blank the menu first.
+        buffer.complete_state = CompletionState(document, completions) if completions else None
+        self.app.invalidate()
+
     # --- keys -------------------------------------------------------------------------------------
 
     def _key_bindings(self) -> KeyBindings:
@@ -463,6 +483,7 @@ class ChatUI:
         @bindings.add("escape", filter=~running)
         def _close_menu(event: KeyPressEvent) -> None:
             self.buffer.cancel_completion()
+            self.completer.supersede()  # closed on purpose: a pending answer must not reopen it
 
         @bindings.add("c-d", filter=Condition(lambda: not self.buffer.text))
         def _quit(event: KeyPressEvent) -> None:
