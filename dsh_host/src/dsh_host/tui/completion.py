@@ -132,10 +132,12 @@ class MentionCompleter(Completer):
             return None
         if cancel.is_set():
             return None
-        if any(pending for _, pending in found) and self._on_pending is not None:
+        items = [item for part in found for item in part]
+        if any(pending for _, pending in items) and self._on_pending is not None:
             self._pending = document
             self._refresh = asyncio.get_running_loop().call_later(REFRESH_SECONDS, self._on_pending)
-        return [item for items, _ in found for item in items]
+        # A pending item is a status line (more is coming): it leads, where the menu is seen.
+        return [completion for completion, _ in sorted(items, key=lambda item: not item[1])]
 
     def _command_completions(self, document: Document) -> Iterator[Completion]:
         typed = document.text_before_cursor
@@ -151,25 +153,25 @@ class MentionCompleter(Completer):
                     display_meta=display_inline_text(help_text),
                 )
 
-    async def _find_files(self, token: AtToken, cancel: asyncio.Event) -> tuple[list[Completion], bool]:
+    async def _find_files(self, token: AtToken, cancel: asyncio.Event) -> list[tuple[Completion, bool]]:
         try:
             matches = await self.files.search(token.query, cancel)
         except Exception:  # a failing search must not break the editor
             log.debug("file search failed for %r", token.query, exc_info=True)
-            return [], False
-        return [item for match in matches if (item := _file_completion(token, match)) is not None], False
+            return []
+        return [(item, False) for match in matches if (item := _file_completion(token, match)) is not None]
 
     async def _ask(
         self, source: RegisteredSource, token: AtToken, cancel: asyncio.Event
-    ) -> tuple[list[Completion], bool]:
-        """The source's items and whether any of them says more is coming."""
+    ) -> list[tuple[Completion, bool]]:
+        """The source's items, each with whether it says more is coming."""
         try:
             # The chat always has an agent; only a completer built without a target has none.
             items = await source.complete(cast("Agent", self._target()), token, cancel)
-            return [_mention_completion(token, item) for item in items], any(item.pending for item in items)
+            return [(_mention_completion(token, item), item.pending) for item in items]
         except Exception:  # failures (cancellation included) just offer nothing from this source
             log.debug("mention completion failed for %r", token.query, exc_info=True)
-            return [], False
+            return []
 
 
 def _file_completion(token: AtToken, match: FileMatch) -> Completion | None:
