@@ -203,6 +203,7 @@ class ChatUI:
         # through the submitter instead, so a late result is dropped rather than interrupted).
         self._commands_running: set[asyncio.Future[Any]] = set()
         self._preparations: set[asyncio.Future[Any]] = set()
+        self._menu_refills: set[asyncio.Future[None]] = set()
         self._exit_armed = False
         self._unsubscribe: list[Callable[[], None]] = []
         self.preview = StreamPreview()
@@ -290,7 +291,7 @@ class ChatUI:
         self.completer.supersede()
         self.completer.files.dispose()
         await self._leave_session()
-        for task in list(self._commands_running):
+        for task in [*self._commands_running, *self._menu_refills]:
             task.cancel()
 
     def exit(self) -> None:
@@ -427,7 +428,7 @@ class ChatUI:
     def _refresh_menu(self) -> None:
         """Ask the completer again about the text whose menu said more is coming."""
         if self.app.is_running:
-            _keep(self._commands_running, asyncio.ensure_future(self._refill_menu(self.buffer.complete_state)))
+            _keep(self._menu_refills, asyncio.ensure_future(self._refill_menu(self.buffer.complete_state)))
 
     async def _refill_menu(self, state: CompletionState | None) -> None:
         answer = await self.completer.ask_again()

@@ -24,9 +24,10 @@ class MentionCompletion:
     the mention).
 
     `pending` says the source's answer is provisional (it is still gathering what it offers,
-    such as sessions being indexed): while the text at the cursor stays as it is, the menu asks
-    every source again every `REFRESH_SECONDS` by itself, without a keystroke, until no item
-    says `pending`. A pending item leads the menu (before files and other sources' items).
+    such as sessions being indexed; the item is typically a status line whose `value` is the
+    token as typed): while the text at the cursor stays as it is, the menu asks every source
+    again every half second by itself, without a keystroke, until no item says `pending`. A
+    pending item leads the menu (before files and other sources' items).
     """
 
     value: str
