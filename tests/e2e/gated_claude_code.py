@@ -1,8 +1,9 @@
 """A plugin for the terminal tests: Claude Code's source whose first build stops at a gate.
 
-The test installs it (a `dsh` entry point `gated-claude-code` in a dist-info folder on the
-child's PYTHONPATH) and mounts it in place of `claude-code`; everything but the gate is that
-plugin's own. `DSH_TEST_GATE` names a fifo and `DSH_TEST_GATE_AFTER` a number of files: the
+The test installs it for the `dsh` it starts (copied as `dsh_gated_claude_code` beside a
+dist-info naming it the `dsh` entry point `gated-claude-code`, in a folder on the child's
+PYTHONPATH) and mounts it in place of `claude-code`; everything but the gate is that plugin's
+own. `DSH_TEST_GATE` names a fifo and `DSH_TEST_GATE_AFTER` a number of files: the
 build reads that many, commits them (its batches are made exactly that size and never cut by
 time, so the count on the screen is exact), then waits in the read of the next file until the
 test opens the fifo for writing and closes it. A build that reads nothing never meets the gate.

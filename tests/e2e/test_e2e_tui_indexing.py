@@ -11,6 +11,7 @@ there at once and no indexing line shows. Every wait polls the screen under a de
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from tests.dsh_sources.builders import BASE_MS, ClaudeTranscript
 from tests.e2e.e2e_support import clean_env, dsh_command
 from tests.terminal import DEADLINE, Terminal
 
-ROOT = Path(__file__).resolve().parents[2]
 EARLY, LATE, GATE_AFTER = 390, 10, 100
 TOTAL = EARLY + LATE
 LINE = "claude-code · indexing sessions"
@@ -39,11 +39,15 @@ def write_home(claude: Path) -> None:
 
 
 def install_plugin(folder: Path) -> None:
-    """A dist-info that makes `gated-claude-code` an installed `dsh` plugin for the child."""
+    """`gated_claude_code` and a dist-info making it the installed `dsh` plugin `gated-claude-code`.
+
+    A module of its own name in a folder of its own: the child imports it whatever `tests` is.
+    """
     info = folder / "dsh_gated_test-0.dist-info"
     info.mkdir(parents=True)
+    shutil.copyfile(Path(__file__).with_name("gated_claude_code.py"), folder / "dsh_gated_claude_code.py")
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-gated-test\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[dsh]\ngated-claude-code = tests.e2e.gated_claude_code\n")
+    (info / "entry_points.txt").write_text("[dsh]\ngated-claude-code = dsh_gated_claude_code\n")
 
 
 def open_gate(gate: Path) -> None:
@@ -55,7 +59,7 @@ def open_gate(gate: Path) -> None:
 
 
 def chat(tmp_path: Path, gate: Path, workspace: Path) -> Terminal:
-    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
     env = clean_env(
         tmp_path,
         DSH_HOME=str(tmp_path / "data"),
