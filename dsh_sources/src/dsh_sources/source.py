@@ -362,10 +362,6 @@ def register_source(
     register(name, open_source)
 
 
-NOTICE = "{agent} · indexing sessions, {read}"
-"""The `@` menu's line while a source's index is built (`read`: `120 of 4,002 files` or `listing files`)."""
-
-
 class IndexingNotice:
     """An `@` menu line saying a source's index is still being built (and nothing once it is).
 
@@ -375,6 +371,9 @@ class IndexingNotice:
     done and the line goes. A check of an index that was complete before (a warm start) shows
     no line while it lists the files.
     """
+
+    LINE = "{agent} · indexing sessions, {read}"
+    """The line's text; `read` is `120 of 4,002 files`, or `listing files` before the count is known."""
 
     def __init__(self, host: Host, name: str) -> None:
         self._host = host
@@ -388,7 +387,7 @@ class IndexingNotice:
         source = await asyncio.to_thread(sources.get, self._name)
         if not isinstance(source, TranscriptSource):
             return []
-        read = await asyncio.to_thread(_how_far, source)
+        read = await asyncio.to_thread(self._how_far, source)
         if read is None:
             return []
         from dsh_host.ui import MentionCompletion  # the terminal UI's type: only the UI asks
@@ -396,22 +395,22 @@ class IndexingNotice:
         return [
             MentionCompletion(
                 token.prefix,
-                display=NOTICE.format(agent=display_inline_text(self._name), read=read),
+                display=self.LINE.format(agent=display_inline_text(self._name), read=read),
                 meta="the menu lists what is indexed so far",
                 pending=True,
             )
         ]
 
-
-def _how_far(source: TranscriptSource) -> str | None:
-    """How far the source's build is, for the notice (None: no build to speak of)."""
-    progress = source.build_index(background=True)
-    if progress.complete:
-        return None
-    if progress.building:  # listed: nothing to read is as good as done
-        return f"{progress.files_done:,} of {progress.files_total:,} files" if progress.files_total else None
-    if not source._building_here():
-        return None
-    # Listing the files: worth a line only when the index was not complete before.
-    recorded = source.index.recorded_build()
-    return None if recorded is not None and recorded.complete else "listing files"
+    @staticmethod
+    def _how_far(source: TranscriptSource) -> str | None:
+        """How far the source's build is, for the line (None: no build worth a line)."""
+        progress = source.build_index(background=True)
+        if progress.complete:
+            return None
+        if progress.building:  # listed: nothing to read is as good as done
+            return f"{progress.files_done:,} of {progress.files_total:,} files" if progress.files_total else None
+        if not source._building_here():
+            return None
+        # Listing the files: worth a line only when the index was not complete before.
+        recorded = source.index.recorded_build()
+        return None if recorded is not None and recorded.complete else "listing files"
