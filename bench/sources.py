@@ -244,7 +244,7 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
 
 def _import_all(source_host: Host, stored: Host) -> dict[str, str]:
     """Every source session's synthesized log imported into `stored`'s store; source id -> stored id."""
-    copies = {}
+    copies: dict[str, str] = {}
     for name in SOURCES:
         source = source_host.sources.get(name)
         for row in source.list_sessions():

@@ -109,10 +109,10 @@ def claude_folder(base: Path, cwd: str) -> Path:
 
 
 class _Home:
-    """Writes sessions into `out/claude` and `out/codex`, keeping the counts."""
+    """Writes sessions into a Claude Code home (`claude`) and a Codex one (`codex`), keeping the counts."""
 
-    def __init__(self, out: Path, rng: random.Random, blobs: Blobs) -> None:
-        self.claude = out / "claude"
+    def __init__(self, out: Path, rng: random.Random, blobs: Blobs, *, claude: Path | None = None) -> None:
+        self.claude = claude or out / "claude"
         self.codex = out / "codex"
         self.rng = rng
         self.ids = Ids(rng)
@@ -290,8 +290,7 @@ def append_claude(path: Path, size: int, marker: str, seed: int = 0) -> int:
 def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2]) -> BigFile:
     """One Claude Code transcript of about `size` bytes in the home `base`."""
     rng = random.Random(seed)
-    home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40))
-    home.claude = base  # the home is `base` itself, wherever it is
+    home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40), claude=base)
     return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=_start(rng))
 
 
