@@ -41,8 +41,25 @@ _ASSISTANT = (
 )
 _THINKING = b'{"type":"thinking","thinking":"%s","signature":"%s"}'
 _TEXT = b'{"type":"text","text":"%s"}'
-_TOOL_USE = (
-    b'{"type":"tool_use","id":"toolu_%s","name":"Bash","input":{"command":"%s","description":"Search the code"}}'
+_BASH = b'{"type":"tool_use","id":"toolu_%s","name":"Bash","input":{"command":"%s","description":"Search the code"}}'
+_READ = b'{"type":"tool_use","id":"toolu_%s","name":"Read","input":{"file_path":"%s"}}'
+_EDIT = (
+    b'{"type":"tool_use","id":"toolu_%s","name":"Edit","input":{"file_path":"%s","old_string":"return value",'
+    b'"new_string":"return value or {}"}}'
+)
+_READ_RESULT = (
+    b'{"parentUuid":"%s",%s"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_%s",'
+    b'"type":"tool_result","content":"%s"}]},"uuid":"%s","timestamp":"%s","toolUseResult":{"type":"text",'
+    b'"file":{"filePath":"%s","content":"%s","numLines":%d,"startLine":1,"totalLines":%d}},'
+    b'"sourceToolAssistantUUID":"%s"}\n'
+)
+_EDIT_RESULT = (
+    b'{"parentUuid":"%s",%s"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_%s",'
+    b'"type":"tool_result","content":"The file %s has been updated. Here is the result of running `cat -n` on a '
+    b'snippet of the edited file:\\n%s"}]},"uuid":"%s","timestamp":"%s","toolUseResult":{"filePath":"%s",'
+    b'"oldString":"return value","newString":"return value or {}","originalFile":"%s","structuredPatch":'
+    b'[{"oldStart":%d,"oldLines":%d,"newStart":%d,"newLines":%d,"lines":%s}],"userModified":false,'
+    b'"replaceAll":false},"sourceToolAssistantUUID":"%s"}\n'
 )
 _RESULT = (
     b'{"parentUuid":"%s",%s"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_%s",'
@@ -91,7 +108,8 @@ class ClaudeWriter:
         self.out, self.rng, self.blobs, self.texts, self.clock = out, rng, blobs, texts, clock
         self.ids = Ids(rng)
         self.session_id = session_id
-        self.common = _COMMON % (cwd.encode(), session_id)
+        self.cwd = cwd.encode()
+        self.common = _COMMON % (self.cwd, session_id)
         self.head = head
         self.written = 0
         self.turns = 0
@@ -158,22 +176,51 @@ class ClaudeWriter:
             if call == 0:
                 self._assistant(_THINKING % (self.texts.thinking(), ids.hex(64)), message_id, request_id)
                 self._assistant(_TEXT % self.texts.reply(), message_id, request_id)
-            self._assistant(_TOOL_USE % (tool, self.texts.command()), message_id, request_id)
+            heavy = habits.heavy_every and self.written >= self._next_heavy
+            kind = 0.0 if heavy else rng.random()  # a Bash command printed the megabytes
+            path = b"%s/src/%s" % (self.cwd, self.texts.file())
+            if kind < 0.6:
+                self._assistant(_BASH % (tool, self.texts.command()), message_id, request_id)
+            else:
+                self._assistant((_READ if kind < 0.85 else _EDIT) % (tool, path), message_id, request_id)
             caller = self.head
             if rng.random() < 0.3:
                 uid = ids.uuid()
                 self._put(_PROGRESS % (self.head, self.common, tool, tool, uid, clock.advance(rng.randrange(50, 900))))
                 self.head = uid
-            if habits.heavy_every and self.written >= self._next_heavy:
-                blob = self.blobs.heavy(habits.heavy_size)
+            uid, now = ids.uuid(), clock.advance(rng.randrange(100, 9000))
+            if heavy:
                 self._next_heavy = self.written + habits.heavy_every
+                blob = self.blobs.heavy(habits.heavy_size)
+                self._put(_RESULT % (self.head, self.common, tool, blob, uid, now, blob, caller))
+            elif kind < 0.6:
+                blob = self.blobs.pick(max(0, target - self.written) // 2).text
+                self._put(_RESULT % (self.head, self.common, tool, blob, uid, now, blob, caller))
+            elif kind < 0.85:
+                out = self.blobs.pick(max(0, target - self.written) // 2)
+                record = (
+                    self.head,
+                    self.common,
+                    tool,
+                    out.numbered,
+                    uid,
+                    now,
+                    path,
+                    out.text,
+                    out.lines,
+                    out.lines,
+                    caller,
+                )
+                self._put(_READ_RESULT % record)
             else:
-                blob = self.blobs.pick(max(0, target - self.written) // 2)
-            uid = ids.uuid()
-            self._put(
-                _RESULT
-                % (self.head, self.common, tool, blob, uid, clock.advance(rng.randrange(100, 9000)), blob, caller)
-            )
+                out = self.blobs.pick(max(0, target - self.written) // 2)
+                snippet = self.blobs.pick(600).numbered
+                start = rng.randrange(1, max(2, out.lines))
+                edit = (start, 3, start, 4, out.patch)
+                self._put(
+                    _EDIT_RESULT
+                    % (self.head, self.common, tool, path, snippet, uid, now, path, out.text, *edit, caller)
+                )
             self.head = uid
         self._assistant(_TEXT % self.texts.reply(), ids.hex(24), ids.hex(24))
         if rng.random() < 0.2:

@@ -148,7 +148,7 @@ class CodexWriter:
                 blob = self.blobs.heavy(habits.heavy_size)
                 self._next_heavy = self.written + habits.heavy_every
             else:
-                blob = self.blobs.pick(max(0, target - self.written))
+                blob = self.blobs.pick(max(0, target - self.written)).text
             self._put(
                 _OUTPUT % (clock.advance(rng.randrange(100, 9000)), call, rng.randrange(9), rng.randrange(10), blob)
             )

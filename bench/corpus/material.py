@@ -176,9 +176,10 @@ def _output_text(rng: random.Random, size: int) -> str:
                 f"10:{number % 60:02d} {word}_{number}.py"
             )
         elif kind == 1:
-            line = f"tests/test_{word}.py::test_{word}_{number} PASSED{' ' * (number % 9)}[{number % 100:3d}%]"
+            mark = "PASSED" if number % 3 else "✓ passed"
+            line = f"tests/test_{word}.py::test_{word}_{number} {mark}{' ' * (number % 9)}[{number % 100:3d}%]"
         elif kind == 2:
-            line = f'    {word}_{number} = compute("{word}", offset={number}) + {word}["total"]\t# keep'
+            line = f'    {word}_{number} = compute("{word}", offset={number}) + {word}["total"]\t# keep — see «{word}»'
         else:
             line = f"@@ -{number},7 +{number},8 @@\n-    return {word}\n+    return {word} or {{}}"
         lines.append(line)
@@ -186,24 +187,51 @@ def _output_text(rng: random.Random, size: int) -> str:
     return "\n".join(lines)[:size]
 
 
+def _escaped(value: object) -> bytes:
+    """`value` as JSON in UTF-8, as the agents write it (non-ASCII characters as they are)."""
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True)
+class Output:
+    """One tool output, JSON-escaped (without its quotes), in the forms the records carry it."""
+
+    text: bytes
+    numbered: bytes  # as `cat -n` shows it (a file read)
+    lines: int
+    patch: bytes  # a JSON array of diff lines made from it (an edit's structured patch)
+
+
+def _output(rng: random.Random, size: int) -> Output:
+    text = _output_text(rng, size)
+    lines = text.split("\n")
+    numbered = "\n".join(f"{number:6d}\t{line}" for number, line in enumerate(lines, 1))
+    changed = lines[: max(3, min(len(lines), rng.randrange(4, 300)))]
+    patch = [("-+ "[n % 3]) + line for n, line in enumerate(changed)]
+    return Output(_escaped(text)[1:-1], _escaped(numbered)[1:-1], len(lines), _escaped(patch))
+
+
 class Blobs:
-    """JSON-escaped tool outputs from about 80 bytes to 64 KB (log-uniform), and rare outputs of megabytes."""
+    """Tool outputs from about 80 bytes to 64 KB (log-uniform), and rare outputs of megabytes."""
 
     def __init__(self, rng: random.Random, count: int = 160) -> None:
         sizes = sorted(int(80 * 800 ** (n / (count - 1))) for n in range(count))
         self._rng = rng
-        self.pool = [json.dumps(_output_text(rng, size))[1:-1].encode() for size in sizes]
-        self._sizes = [len(blob) for blob in self.pool]
+        self.pool = [_output(rng, size) for size in sizes]
+        self._sizes = [len(output.text) for output in self.pool]
 
-    def pick(self, limit: int) -> bytes:
+    def pick(self, limit: int) -> Output:
         """A random output no longer than `limit` bytes (the smallest one if none is)."""
         top = max(1, bisect_right(self._sizes, limit))
         return self.pool[self._rng.randrange(top)]
 
     def heavy(self, size: int) -> bytes:
-        """One output of about `size` bytes (a file read whole, a long log)."""
-        piece = self.pool[-1]
-        return (piece + b"\\n") * (size // (len(piece) + 2)) + piece[: size % (len(piece) + 2)].rstrip(b"\\")
+        """One output of about `size` bytes (a file read whole, a long log), JSON-escaped."""
+        piece = self.pool[-1].text
+        whole, rest = divmod(size, len(piece) + 2)
+        # Cut at a character, never inside an escape or a UTF-8 sequence.
+        tail = piece[:rest].decode("utf-8", "ignore").rstrip("\\").encode()
+        return (piece + b"\\n") * whole + tail
 
 
 class Texts:
@@ -234,6 +262,10 @@ class Texts:
     def command(self) -> bytes:
         rng = self._rng
         return f"grep -rn {rng.choice(_CODE_WORDS)} src/ | head -{rng.randrange(20, 400)}".encode()
+
+    def file(self) -> bytes:
+        """A source file's path under the project."""
+        return f"{self._rng.choice(_CODE_WORDS)}/{self.topic.replace(' ', '_')}.py".encode()
 
     def summary(self) -> bytes:
         return f"We worked on the {self.topic} and changed the {self._rng.choice(_PLACES)}; tests pass.".encode()
