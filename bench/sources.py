@@ -43,10 +43,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import select
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -158,12 +159,20 @@ def build_figures(tmp: Path, corpus: Corpus) -> tuple[list[Figure], Path]:
 
 
 class _McpClient:
-    """`dsh mcp` on pipes: one JSON-RPC line out, lines in until the answer (with a deadline)."""
+    """`dsh mcp` on pipes: one JSON-RPC line out, lines in (read by a thread) until the answer, with a deadline."""
 
     def __init__(self, env: dict[str, str]) -> None:
         dsh = str(Path(sys.executable).with_name("dsh"))
         self.process = subprocess.Popen([dsh, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
         self._next = 0
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")
 
     def send(self, frame: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -173,14 +182,12 @@ class _McpClient:
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._next += 1
         self.send({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
-        stdout = self.process.stdout
-        assert stdout is not None
         deadline = time.monotonic() + MCP_TIMEOUT
         while True:
-            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                raise TimeoutError(f"dsh mcp gave no answer to {method} in {MCP_TIMEOUT:.0f} s")
-            line = stdout.readline()
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"dsh mcp gave no answer to {method} in {MCP_TIMEOUT:.0f} s") from None
             if not line:
                 raise RuntimeError(f"dsh mcp exited ({self.process.wait()}) before answering {method}")
             answer = orjson.loads(line)
@@ -188,10 +195,17 @@ class _McpClient:
                 assert "result" in answer, answer
                 return dict(answer["result"])
 
-    def close(self) -> None:
+    def close(self) -> float:
+        """End its input and wait for it to exit (killing it after a minute); the seconds it took."""
         assert self.process.stdin is not None
+        start = time.perf_counter()
         self.process.stdin.close()
-        self.process.wait(timeout=60)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return time.perf_counter() - start
 
 
 def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
@@ -211,6 +225,7 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
     }
     env.update(HOME=str(home), DSH_HOME=str(tmp / "mcp-data"), DSH_CONFIG=str(config))
     client = _McpClient(env)
+    exit_seconds = None
     try:
         client.call("initialize", INITIALIZE)
         client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -221,8 +236,10 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
         start = time.perf_counter()
         second = client.call("tools/call", search)
         warm = time.perf_counter() - start
+        exit_seconds = client.close()
     finally:
-        client.close()
+        if exit_seconds is None:
+            client.close()
 
     def found(result: dict[str, Any]) -> int:
         return len((result.get("structuredContent") or {}).get("sessions", []))
@@ -237,7 +254,7 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
         note=(
             f"dsh mcp, empty index, {corpus.bytes / 1e9:.2f} GB home: first search_sessions answered with "
             f"{found(first)} of the {len(corpus.planted)} planted sessions; the second search right after "
-            f"found {found(second)}"
+            f"found {found(second)}; it exited {exit_seconds:.1f} s after its input ended"
         ),
     )
 
@@ -314,7 +331,7 @@ def read_figures(source_host: Host, stored: Host, copy: str, corpus: Corpus) -> 
     assert mine.events == theirs.events
     size = f"{corpus.big_claude.bytes / 1e6:.0f} MB"
     read, store = interleaved(
-        lambda: source.read_surface(sid), lambda: stored.store.read_surface(copy), rounds=ROUNDS, repeat=1
+        lambda: source.read_surface(sid), lambda: stored.store.read_surface(copy), rounds=5, repeat=3
     )
     yield Figure.timed(
         "sources_read_surface_500mb_warm",
