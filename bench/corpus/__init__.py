@@ -10,7 +10,9 @@ Most bytes are tool output, as in real homes. `PLANTED_PHRASE` is in the first p
 three small sessions, named in the result. The same seed writes the same bytes.
 
 Every record is made here (`material`, `claude`, `codex`): no real transcript is read or kept.
-Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N]` (it prints what it wrote).
+Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--big-claude-gb G] [--big-codex-gb G]`
+(it prints what it wrote); `--gb 9 --big-claude-gb 1.06 --big-codex-gb 0.7` is a home like the
+one issue 37's table was measured on.
 """
 
 from __future__ import annotations
@@ -183,26 +185,35 @@ def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = Non
     return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
 
 
-def generate(out: Path, gb: float = 2.0, seed: int = 0) -> Corpus:
-    """Write the corpus into `out` (which should be empty) and say what was written."""
+def generate(
+    out: Path, gb: float = 2.0, seed: int = 0, *, big_claude_gb: float | None = None, big_codex_gb: float | None = None
+) -> Corpus:
+    """Write the corpus into `out` (which should be empty) and say what was written.
+
+    The two big files are 25 % and 17.5 % of `gb` unless `big_claude_gb` / `big_codex_gb` say
+    otherwise (the issue's 9 GB home had a 1.06 GB transcript and a 700 MB rollout).
+    """
+    big_claude_size = int((gb * BIG_CLAUDE_SHARE if big_claude_gb is None else big_claude_gb) * 1e9)
+    codex_big_size = int((gb * BIG_CODEX_SHARE if big_codex_gb is None else big_codex_gb) * 1e9)
     if gb <= 0:
         raise ValueError(f"--gb must be positive, not {gb}")
+    if not (0 < big_claude_size < gb * 1e9 * CLAUDE_SHARE and 0 < codex_big_size < gb * 1e9 * (1 - CLAUDE_SHARE)):
+        raise ValueError(f"each big file must be positive and smaller than its agent's share of {gb} GB")
     began = time.perf_counter()
     rng = random.Random(seed)
     home = _Home(out, rng, Blobs(random.Random(seed + 1)))
     total = gb * 1e9
     sessions = max(20, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
     claude_count = round(sessions * CLAUDE_SHARE)
-    big_claude = _big_claude(home, int(total * BIG_CLAUDE_SHARE), CWDS[0])
-    codex_big_size = int(total * BIG_CODEX_SHARE)
+    big_claude = _big_claude(home, big_claude_size, CWDS[0])
     big_codex = home.codex_session(
         codex_big_size,
         _big_habits(codex_big_size, heavy_size=min(5_000_000, max(1, codex_big_size // 40))),
         cwd=CWDS[1],
         start=BASE_MS + DAY_MS,
     )
-    small_claude = _targets(rng, claude_count - 1, total * (CLAUDE_SHARE - BIG_CLAUDE_SHARE))
-    small_codex = _targets(rng, sessions - claude_count - 1, total * (1 - CLAUDE_SHARE - BIG_CODEX_SHARE))
+    small_claude = _targets(rng, claude_count - 1, total * CLAUDE_SHARE - big_claude_size)
+    small_codex = _targets(rng, sessions - claude_count - 1, total * (1 - CLAUDE_SHARE) - codex_big_size)
     planted = set(rng.sample(range(len(small_claude) + len(small_codex)), 3))
     planted_ids = []
     for index, target in enumerate(small_claude + small_codex):

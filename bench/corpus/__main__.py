@@ -17,12 +17,17 @@ def main(argv: list[str]) -> int:
         "--gb", type=float, default=2.0, help="about how many GB to write (9 for the closing-note table)"
     )
     parser.add_argument("--seed", type=int, default=0, help="the same seed writes the same bytes")
+    parser.add_argument("--big-claude-gb", type=float, help="the big transcript's size (default: 25 %% of --gb)")
+    parser.add_argument("--big-codex-gb", type=float, help="the big rollout's size (default: 17.5 %% of --gb)")
     args = parser.parse_args(argv)
-    if args.gb <= 0:
-        parser.error(f"--gb must be positive, not {args.gb}")
     if args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty")
-    corpus = generate(args.out, gb=args.gb, seed=args.seed)
+    try:
+        corpus = generate(
+            args.out, gb=args.gb, seed=args.seed, big_claude_gb=args.big_claude_gb, big_codex_gb=args.big_codex_gb
+        )
+    except ValueError as error:
+        parser.error(str(error))
     print(json.dumps(corpus.as_json(), indent=2))
     return 0
 
