@@ -67,7 +67,7 @@ from bench.corpus import (
 from bench.process_tree import Run, run_measured
 from bench.source_build import SOURCES, config_mapping
 from bench.timing import Figure, Timing, best_of, interleaved
-from dsh_host import Config, Host, SurfaceSnapshot
+from dsh_host import Config, Event, Host, SurfaceSnapshot
 
 GB = float(os.environ.get("DSH_BENCH_SOURCES_GB", "2"))
 ROUNDS = int(os.environ.get("DSH_BENCH_SOURCES_ROUNDS", "3"))
@@ -260,12 +260,20 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
 
 
 def _import_all(source_host: Host, stored: Host) -> dict[str, str]:
-    """Every source session's synthesized log imported into `stored`'s store; source id -> stored id."""
+    """Every source session's synthesized log imported into `stored`'s store; source id -> stored id.
+
+    Each copy ends with the `session/title` a dsh session of it would carry (the source's title),
+    so a store listing reads titles as a source listing shows them.
+    """
     copies: dict[str, str] = {}
     for name in SOURCES:
         source = source_host.sources.get(name)
         for row in source.list_sessions():
             header, events = source.read_events(row.id)
+            if row.title is not None:
+                last = events[-1].time if events else int(header.created_at)
+                title = {"title": row.title, "source": {"kind": "fallback"}}
+                events = [*events, Event("session/title", len(events), last, title)]
             copy = f"copy-{len(copies)}"
             stored.store.import_log(dataclasses.replace(header, id=copy), events)
             copies[row.id] = copy
