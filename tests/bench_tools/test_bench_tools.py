@@ -37,6 +37,18 @@ def test_the_corpus_command_writes_and_describes_a_home_and_refuses_bad_sizes(tm
     )
     assert refused.returncode == 2
     assert refused.stderr.decode().strip().splitlines()[-1].endswith("--gb must be positive, not 0.0")
+    too_big = subprocess.run(
+        [sys.executable, "-m", "bench.corpus", str(tmp_path / "other"), "--gb", "0.01", "--big-claude-gb", "0.01"],
+        cwd=ROOT,
+        capture_output=True,
+    )
+    assert too_big.returncode == 2 and not (tmp_path / "other").exists()
+    assert (
+        too_big.stderr.decode()
+        .strip()
+        .splitlines()[-1]
+        .endswith("each big file must be positive and smaller than its agent's share of 0.01 GB")
+    )
 
 
 # A child that starts a grandchild; each holds MEGABYTES of touched memory, and the grandchild
