@@ -13,7 +13,8 @@ rounds of the costly figures.
 - `sources_cold_build_2gb`: a cold build of both sources' indexes (a fresh data dir each round,
   in a child process) against the bare loop (a child process that reads every corpus file and
   decodes every line with the JSON decoder the sources use), page cache warm, alternating
-  rounds. Goal <= 1.0. The note gives the build's CPU seconds over wall seconds (children
+  rounds; each side times its own work (interpreter start-up and imports left out). Goal <= 1.0.
+  The note gives the build process's CPU seconds over its wall seconds (its child processes
   included): above 1 when it uses both cores.
 - `sources_cold_build_peak_rss`: the cold build's peak RSS summed over its process tree (sampled
   every 10 ms), in MB, beside the bare loop's. Absolute goal <= 150 MB.
