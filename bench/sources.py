@@ -33,6 +33,8 @@ rounds of the costly figures.
 - `sources_read_surface_500mb_bytes_read`: the bytes this process read (`rchar` of
   /proc/self/io) during one such warm read, in MB: an upper bound of what was read of the
   transcript, since it counts the index's reads too. Absolute goal < 4 MB.
+- `sources_read_surface_codex_350mb_warm` and `sources_read_surface_codex_350mb_bytes_read`: the
+  same two for the big Codex rollout (350 MB at 2 GB). Goals <= 1.5 and < 4 MB.
 - `sources_read_surface_after_append_1mb`: each round appends a fresh 1 MB of turns chained onto
   the big transcript's last record, then `read_surface` (which must see them) against the
   warm read plus a cold read of a separate 1 MB transcript (a fresh host and data dir). Goal
@@ -59,6 +61,7 @@ import orjson
 from bench.corpus import (
     PLANTED_PHRASE,
     SEARCH_TOPIC,
+    BigFile,
     Corpus,
     append_claude,
     double_largest,
@@ -333,21 +336,22 @@ def _rchar() -> int:
     raise RuntimeError("/proc/self/io has no rchar")
 
 
-def read_figures(source_host: Host, stored: Host, copy: str, corpus: Corpus) -> Iterator[Figure]:
-    source = source_host.sources.get("claude-code")
-    sid = corpus.big_claude.session_id
+def read_figures(source_host: Host, stored: Host, big: BigFile, copy: str, label: str) -> Iterator[Figure]:
+    """`sources_read_surface_<label>_warm` and `..._bytes_read` of one big file against its stored copy."""
+    source = source_host.sources.get(big.session_id.partition(":")[0])
+    sid = big.session_id
     mine, theirs = source.read_surface(sid), stored.store.read_surface(copy)
     assert mine.events == theirs.events
-    size = f"{corpus.big_claude.bytes / 1e6:.0f} MB"
+    what = f"the {big.bytes / 1e6:.0f} MB {_kind(sid)}"
     read, store = interleaved(
         lambda: source.read_surface(sid), lambda: stored.store.read_surface(copy), rounds=5, repeat=3
     )
     yield Figure.timed(
-        "sources_read_surface_500mb_warm",
+        f"sources_read_surface_{label}_warm",
         read,
         store,
         target=1.5,
-        note=f"read_surface of the {size} transcript ({len(mine.events)} surface events), index warm, "
+        note=f"read_surface of {what} ({len(mine.events)} surface events), index warm, "
         "vs the store's of the same surface",
     )
     before = _rchar()
@@ -357,15 +361,19 @@ def read_figures(source_host: Host, stored: Host, copy: str, corpus: Corpus) -> 
     stored.store.read_surface(copy)
     store_bytes = _rchar() - before
     yield Figure(
-        "sources_read_surface_500mb_bytes_read",
+        f"sources_read_surface_{label}_bytes_read",
         read_bytes / 1e6,
         store_bytes / 1e6,
         unit="MB",
         target=4.0,
         absolute=True,
-        note=f"bytes read (rchar) by one warm read_surface of the {size} transcript, index reads included "
-        "(an upper bound of what it read of the transcript), vs the store's read",
+        note=f"bytes read (rchar) by one warm read_surface of {what}, index reads included "
+        "(an upper bound of what it read of the file), vs the store's read",
     )
+
+
+def _kind(session_id: str) -> str:
+    return "transcript" if session_id.startswith("claude-code:") else "rollout"
 
 
 def append_figure(tmp: Path, source_host: Host, corpus: Corpus) -> Figure:
@@ -406,7 +414,8 @@ def figures(tmp: Path) -> Iterator[Figure]:
     try:
         copies = _import_all(source_host, stored)
         yield from listing_figures(source_host, stored, corpus)
-        yield from read_figures(source_host, stored, copies[corpus.big_claude.session_id], corpus)
+        for big, label in ((corpus.big_claude, "500mb"), (corpus.big_codex, "codex_350mb")):
+            yield from read_figures(source_host, stored, big, copies[big.session_id], label)
         yield append_figure(tmp, source_host, corpus)
     finally:
         source_host.close()
