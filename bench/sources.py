@@ -61,8 +61,8 @@ import orjson
 from bench.corpus import (
     PLANTED_PHRASE,
     SEARCH_TOPIC,
-    BigFile,
     Corpus,
+    SessionFile,
     append_claude,
     double_largest,
     generate,
@@ -336,7 +336,7 @@ def _rchar() -> int:
     raise RuntimeError("/proc/self/io has no rchar")
 
 
-def read_figures(source_host: Host, stored: Host, big: BigFile, copy: str, label: str) -> Iterator[Figure]:
+def read_figures(source_host: Host, stored: Host, big: SessionFile, copy: str, label: str) -> Iterator[Figure]:
     """`sources_read_surface_<label>_warm` and `..._bytes_read` of one big file against its stored copy."""
     source = source_host.sources.get(big.session_id.partition(":")[0])
     sid = big.session_id

@@ -44,8 +44,8 @@ __all__ = [
     "PLANTED_PHRASE",
     "RECORD_CAP",
     "SEARCH_TOPIC",
-    "BigFile",
     "Corpus",
+    "SessionFile",
     "append_claude",
     "double_largest",
     "generate",
@@ -61,8 +61,8 @@ _BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
-class BigFile:
-    """One of the two big session files: where it is, its session id (with the source's prefix), its size."""
+class SessionFile:
+    """One session file the generator wrote: where it is, its session id (with the source's prefix), cwd and size."""
 
     path: str
     session_id: str
@@ -81,8 +81,8 @@ class Corpus:
     claude_bytes: int
     codex_files: int
     codex_bytes: int
-    big_claude: BigFile
-    big_codex: BigFile
+    big_claude: SessionFile
+    big_codex: SessionFile
     planted: tuple[str, ...]
     seconds: float
 
@@ -130,7 +130,7 @@ class _Home:
 
     def claude_session(
         self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "", session_id: bytes | None = None
-    ) -> BigFile:
+    ) -> SessionFile:
         rng = self.rng
         sid = session_id or self.ids.uuid()
         path = claude_folder(self.claude, cwd) / f"{sid.decode()}.jsonl"
@@ -144,9 +144,9 @@ class _Home:
             writer.metadata(f"work on the {texts.topic}".encode() if roll < 0.1 else None, summary=roll > 0.85)
         self.counts["claude"][0] += 1
         self.counts["claude"][1] += writer.written
-        return BigFile(str(path), f"claude-code:{sid.decode()}", cwd, writer.written)
+        return SessionFile(str(path), f"claude-code:{sid.decode()}", cwd, writer.written)
 
-    def codex_session(self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "") -> BigFile:
+    def codex_session(self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "") -> SessionFile:
         rng = self.rng
         sid = self.ids.uuid()
         clock = Clock(start)
@@ -160,7 +160,7 @@ class _Home:
             writer.fill(target, extra)
         self.counts["codex"][0] += 1
         self.counts["codex"][1] += writer.written
-        return BigFile(str(path), f"codex:{sid.decode()}", cwd, writer.written)
+        return SessionFile(str(path), f"codex:{sid.decode()}", cwd, writer.written)
 
 
 def _targets(rng: random.Random, count: int, total: float) -> list[int]:
@@ -180,7 +180,7 @@ def _start(rng: random.Random) -> int:
     return BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
 
 
-def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> BigFile:
+def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> SessionFile:
     habits = _big_habits(size, heavy_size=min(3_000_000, max(1, size // 40)))
     return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
 
@@ -298,7 +298,7 @@ def append_claude(path: Path, size: int, marker: str, seed: int = 0) -> int:
     return writer.written
 
 
-def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2]) -> BigFile:
+def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2]) -> SessionFile:
     """One Claude Code transcript of about `size` bytes in the home `base`."""
     rng = random.Random(seed)
     home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40), claude=base)
