@@ -32,13 +32,21 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
 from dsh_sources.transcript import Node, Said, Update
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+
+MessageRow = tuple[int, str, int, str, str, "str | None", int, str, "str | bytes"]
+"""A message as the index stores it: position, role, time, source, model, stream, turn, texts, search text."""
+FileValues = tuple[int, int, int, int, int, int, bytes, bytes, str, int, int, int, int]
+"""A read's values for `files`, from `dev` to `keyed`."""
 
 INDEX_DIR = "sources"
 INDEX_FILE = "index.sqlite3"
@@ -174,7 +182,7 @@ class FileRead:
     generation: int | None
     """The entry's generation the read went on from (None: there was no entry)."""
     keyed: bool = True
-    rows: tuple[tuple[Any, ...], ...] | None = None
+    rows: tuple[MessageRow, ...] | None = None
     """`update.tail` as the index's rows (`message_rows`), when made beforehand (by a worker process)."""
 
 
@@ -298,7 +306,7 @@ class SourceIndex:
         )
         return None if row is None else FileEntry(row[0], path, *row[2:])
 
-    def state(self, pk: int) -> Any:
+    def state(self, pk: int) -> Json | None:
         """The projector's state of a file (None when it has none)."""
         row = self._connection().execute("SELECT state FROM files WHERE pk = ?", (pk,)).fetchone()
         return None if row is None or row[0] is None else json.loads(row[0])
@@ -337,7 +345,11 @@ class SourceIndex:
             return
         next_file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
         next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
-        files, sessions, nodes, messages, texts = [], [], [], [], []
+        files: list[tuple[object, ...]] = []
+        sessions: list[tuple[object, ...]] = []
+        nodes: list[tuple[object, ...]] = []
+        messages: list[tuple[object, ...]] = []
+        texts: list[tuple[int, str | bytes]] = []
         for file, read in enumerate(reads, next_file):
             update = read.update
             files.append((file, self.source, os.fsencode(read.path), *_file_values(read)))
@@ -678,7 +690,7 @@ class NothingStored:
         return []
 
 
-def _file_values(read: FileRead) -> tuple[Any, ...]:
+def _file_values(read: FileRead) -> FileValues:
     """A read's values for `files`, from `dev` to `keyed`."""
     return (
         read.dev,
@@ -697,7 +709,7 @@ def _file_values(read: FileRead) -> tuple[Any, ...]:
     )
 
 
-def message_rows(tail: Iterable[Said]) -> tuple[tuple[Any, ...], ...]:
+def message_rows(tail: Iterable[Said]) -> tuple[MessageRow, ...]:
     """Messages as the index stores them: (position, role, time, source, model, stream, turn, texts, search text)."""
     return tuple(
         (
@@ -722,7 +734,7 @@ def _source_json(message: SourceMessage) -> str:
     return _USER_SOURCE if source == {"kind": "user"} else json.dumps(source, separators=(",", ":"), sort_keys=True)
 
 
-def _said(row: tuple[Any, ...]) -> Said:
+def _said(row: tuple[str, int, str, str, str | None, str]) -> Said:
     role, when, source, model, stream, texts = row
     parsed = json.loads(source)
     message = SourceMessage(role, tuple(json.loads(texts)), when, model=model)
@@ -731,7 +743,7 @@ def _said(row: tuple[Any, ...]) -> Said:
     return Said(message, stream)
 
 
-def _session(row: tuple[Any, ...]) -> SessionEntry:
+def _session(row: tuple[int, int, bytes, str, bytes | None, int, int, bytes | None, int]) -> SessionEntry:
     pk, file, path, agent_id, cwd, created, updated, title, messages = row
     return SessionEntry(pk, file, os.fsdecode(path), agent_id, _text(cwd), created, updated, _text(title), messages)
 

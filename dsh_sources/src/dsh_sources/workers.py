@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import BinaryIO
+from typing import IO
 
 from dsh_sources.index import FileRead, message_rows
 from dsh_sources.reading import read_file
@@ -32,13 +32,13 @@ IN_FLIGHT = 3
 _BOOT = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); from dsh_sources.workers import serve; serve()"
 
 
-def _send(pipe: BinaryIO, value: object) -> None:
+def _send(pipe: IO[bytes], value: object) -> None:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     pipe.write(_FRAME.pack(len(data)) + data)
     pipe.flush()
 
 
-def _read_exactly(pipe: BinaryIO, size: int) -> bytes:
+def _read_exactly(pipe: IO[bytes], size: int) -> bytes:
     """`size` bytes from an unbuffered pipe (EOFError when it closes first)."""
     chunks, left = [], size
     while left:
@@ -50,7 +50,7 @@ def _read_exactly(pipe: BinaryIO, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _receive(pipe: BinaryIO) -> object:
+def _receive(pipe: IO[bytes]) -> object:
     (size,) = _FRAME.unpack(_read_exactly(pipe, _FRAME.size))
     return pickle.loads(_read_exactly(pipe, size))
 
@@ -66,9 +66,11 @@ def serve() -> None:
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     while True:
         try:
-            fmt, path = _receive(stdin)
+            task = _receive(stdin)
         except EOFError:
             return
+        assert isinstance(task, tuple)
+        fmt, path = task
         try:
             answer: FileRead | str = _portable(read_file(fmt, path, None, None))
         except OSError:
