@@ -45,7 +45,10 @@ class Figure:
     """One benchmark figure: a measured value, its same-run baseline, and the target ratio.
 
     `value` and `baseline` are in `unit` (the overall bests, for timed figures). `paired` is the
-    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio.
+    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio. With
+    `absolute` the target is a fixed limit on `value` in `unit` (MB of memory, seconds to a first
+    answer) where no baseline makes a ratio meaningful; the baseline and ratio are then reported
+    for context only.
     """
 
     name: str
@@ -57,6 +60,7 @@ class Figure:
     # For throughput figures (events/s) a higher value is better, so the ratio is inverted.
     higher_is_better: bool = False
     paired: float | None = None
+    absolute: bool = False
 
     @classmethod
     def timed(cls, name: str, value: Timing, baseline: Timing, *, per: float | None = None, **fields: Any) -> Figure:
@@ -85,7 +89,10 @@ class Figure:
         out["ratio"] = round(self.ratio, 3)
         if self.paired is not None:
             out["ratio_of_bests"] = round(self.ratio_of_bests, 3)
-        out["met"] = None if self.target is None else self.ratio <= self.target
+        if self.target is None:
+            out["met"] = None
+        else:
+            out["met"] = (self.value if self.absolute else self.ratio) <= self.target
         return out
 
 

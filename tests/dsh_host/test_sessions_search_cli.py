@@ -8,7 +8,7 @@ import json
 import pytest
 
 from dsh_host.cli.progress_bar import drawing_progress
-from dsh_host.progress import progress_reporter
+from dsh_host.progress import progress_reporter, report_progress
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 
@@ -94,14 +94,49 @@ class Terminal(io.StringIO):
         return True
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_progress_records_become_a_bar_on_a_terminal_only():
-    terminal, pipe = Terminal(), io.StringIO()
+    terminal, pipe, clock = Terminal(), io.StringIO(), Clock()
     report = progress_reporter("indexing")
-    with drawing_progress(terminal):
-        report(1, 4)
+    with drawing_progress(terminal, clock):
+        report(1, 4)  # under a second in: nothing yet
+        clock.now += 1.5
+        report(2, 4)
         report(4, 4)
-    with drawing_progress(pipe):
+    with drawing_progress(pipe, clock):
         report(1, 4)
-    report(2, 4)  # drawn by nobody once the block ended
-    assert terminal.getvalue() == f"\rdsh: indexing [{'#' * 7}{'.' * 23}] 1/4\rdsh: indexing [{'#' * 30}] 4/4\n"
+        clock.now += 5
+        report(2, 4)
+    report(3, 4)  # drawn by nobody once the block ended
+    assert terminal.getvalue() == (
+        f"\rdsh: indexing [{'#' * 15}{'.' * 15}] 2/4\x1b[K\rdsh: indexing [{'#' * 30}] 4/4\x1b[K\n"
+    )
     assert pipe.getvalue() == ""
+
+
+def test_work_done_within_a_second_draws_nothing():
+    terminal, clock = Terminal(), Clock()
+    report = progress_reporter("indexing")
+    with drawing_progress(terminal, clock):
+        report(1, 4)
+        clock.now += 0.5
+        report(4, 4)
+    assert terminal.getvalue() == ""
+
+
+def test_a_build_in_bytes_shows_them_with_its_rate_and_the_time_left():
+    terminal, clock = Terminal(), Clock()
+    with drawing_progress(terminal, clock):
+        report_progress("indexing claude-code sessions", 0, 4000, bytes_done=0, bytes_total=5_000_000_000)
+        clock.now += 10
+        report_progress(
+            "indexing claude-code sessions", 1000, 4000, bytes_done=1_000_000_000, bytes_total=5_000_000_000
+        )
+    assert terminal.getvalue().endswith("] 1000/4000 files, 1.0 GB of 5.0 GB, 100.0 MB/s, 40s left\x1b[K")

@@ -7,6 +7,7 @@ no command changes a byte or an mtime under them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,10 @@ def test_a_check_that_finds_nothing_counts_what_it_checked(dsh_cli, tmp_path):
         r.user(prompt)
         r.write(tmp_path / "codex")
     assert dsh_cli("run", "hello").exit_code == 0
-    assert dsh_cli("sessions", "check") == (0, "1 session, 2 source files: no problems\n", "")
+    code, out, err = dsh_cli("sessions", "check")
+    assert (code, err) == (0, "") and re.fullmatch(
+        r"1 session, 2 source files \(index [0-9.]+ KB\): no problems\n", out
+    )
 
 
 def test_check_reports_skipped_lines_per_source_file(dsh_cli, agents):
@@ -209,3 +213,21 @@ def test_a_copy_of_a_claude_code_session_passes_the_check_and_keeps_its_title(ds
     # It reads as a session but is not one to go on with: resuming it is refused in one line.
     code, out, err = dsh_cli("run", "--session", copy, "go on")
     assert code != 0 and "resuming it is not supported" in err and len(err.splitlines()) == 1
+
+
+def test_sessions_index_builds_on_purpose_and_says_what_it_read(dsh_cli, agents):
+    code, out, err = dsh_cli("sessions", "index")
+    assert (code, err) == (0, "")
+    lines = dict(line.split(": ", 1) for line in out.splitlines())
+    assert sorted(lines) == ["claude-code", "codex"]
+    assert all(
+        line.startswith("1 of 1 changed files read") and line.endswith(", up to date") for line in lines.values()
+    )
+    code, out, _ = dsh_cli("sessions", "index")  # warm: nothing changed, nothing read
+    assert code == 0 and all("0 of 0 changed files read" in line for line in out.splitlines())
+    claude_path, _ = agents["paths"]
+    with open(claude_path, "a", encoding="utf-8") as file:
+        file.write("\n")  # the cut line is whole now (and still not JSON)
+    code, out, _ = dsh_cli("sessions", "index")
+    lines = dict(line.split(": ", 1) for line in out.splitlines())
+    assert lines["claude-code"].startswith("1 of 1 changed files read") and lines["codex"].startswith("0 of 0")

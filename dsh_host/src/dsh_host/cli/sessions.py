@@ -356,6 +356,30 @@ def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
     return ParsedLog(header, events)
 
 
+@sessions.command("index")
+@click.pass_obj
+def index(host: Host) -> None:
+    """Build the index of every session source that keeps one, or bring it up to date.
+
+    Listing and search do the same when they need it; this does it on purpose (after a large
+    import of another agent's sessions, say), with the same progress on a terminal. One line
+    per source says what was read and how large the index is.
+    """
+    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.sources import IndexedSource
+
+    for name, source in host.sources.every():
+        if not isinstance(source, IndexedSource):
+            continue
+        progress = source.build_index()
+        if progress.building and not progress.complete:
+            state = "another dsh is building it; this is what it has committed so far"
+        else:
+            state = "up to date" if progress.complete else "incomplete (interrupted)"
+        read = f"{progress.files_done} of {progress.files_total} changed files read ({byte_size(progress.bytes_done)})"
+        click.echo(f"{display_inline_text(name)}: {read}, index {byte_size(progress.index_bytes)}, {state}")
+
+
 @sessions.command()
 @click.argument("session_id", required=False)
 @click.option("--source", "source_name", help="Report only this session source's files (lines it could not read).")
@@ -401,13 +425,24 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
     reported = violations + notes
     if session_id is None:
         files, source_lines = _report_sources(host, None, None, as_json)
-        checked += f", {_count(files, 'source file')}"
+        checked += f", {_count(files, 'source file')}{_index_size(host)}"
         reported += source_lines + _report_exposure(host, as_json)
     if violations or (strict and notes):
         counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
         raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
     if not reported and not as_json:
         click.echo(f"{checked}: no problems")
+
+
+def _index_size(host: Host) -> str:
+    """` (index 12.3 MB)`: the size on disk of the sources' indexes (each file counted once), or nothing."""
+    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.sources import IndexedSource
+
+    sizes = {
+        source.index_progress().index_bytes for _, source in host.sources.every() if isinstance(source, IndexedSource)
+    }
+    return f" (index {byte_size(max(sizes))})" if sizes else ""
 
 
 def _count(number: int, noun: str) -> str:
