@@ -172,7 +172,7 @@ def test_show_prints_text_with_its_line_breaks_and_marks_a_checkpoint(dsh_cli, t
     code, out, err = dsh_cli("sessions", "show", session_id)
     assert (code, err) == (0, "")
     header, *lines = out.splitlines()
-    assert header.startswith(f"session {session_id}  created ")
+    assert header.startswith(f"session {session_id}  agent Claude Code  created ")
     lead = "     0 user/message + checkpoint  "
     assert lines == [
         lead + "This session is being continued from a previous conversation that ran out of context. "

@@ -151,7 +151,9 @@ def show(host: Host, session_id: str, surface: bool, as_json: bool) -> None:
             click.echo(inert_json(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
         return
     cwd = display_inline_text(header.cwd) if header.cwd else "(no cwd)"
-    click.echo(f"session {display_inline_text(header.id)}  created {iso_utc(header.created_at)}  cwd {cwd}")
+    agent = query.agent_name(header.id)
+    kept = "" if agent is None else f"  agent {display_inline_text(agent)}"
+    click.echo(f"session {display_inline_text(header.id)}{kept}  created {iso_utc(header.created_at)}  cwd {cwd}")
     for event in events:
         click.echo(show_event(event))
 
