@@ -49,7 +49,8 @@ _INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
 """Hosts running the terminal UI: their sources index in the background."""
 
 RECHECK_SECONDS = 1.0
-"""A search trusts an index whose files were all checked less than this long ago (listings always check)."""
+"""A listing or search trusts an index whose files were all checked less than this long ago (a burst of
+calls, as the `@` menu and `dsh mcp` make, stats the agents' files once)."""
 
 
 class TranscriptSource:
@@ -119,7 +120,7 @@ class TranscriptSource:
             self.build_index()
 
     def refresh(self) -> None:
-        """Check every file now (in the background: start a build)."""
+        """Check every file now, however recent the last check (in the background: start a build)."""
         self._fresh()
 
     def _sessions(self) -> tuple[dict[str, SessionEntry], _Names, dict[int, str]]:
@@ -187,7 +188,7 @@ class TranscriptSource:
         return SourceConversation(header, messages, self.format.provider)
 
     def list_sessions(self) -> list[SessionRow]:
-        self._fresh()
+        self._fresh(RECHECK_SECONDS)
         entries = self._sessions()[0]
         rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
