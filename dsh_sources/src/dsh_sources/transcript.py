@@ -28,7 +28,7 @@ TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Said:
     """A message of a session's current conversation as the index keeps it.
 
@@ -40,7 +40,7 @@ class Said:
     stream: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """A record of a file that others point at by its key (Claude Code's `uuid`).
 
