@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dsh_retention import (
@@ -125,7 +125,7 @@ def test_push_decisions_follow_the_budget(chunks: list[bytes], head: int, tail: 
         assert decision.truncated is (omitted_after > 0)
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.large_base_example])  # large by design
 @given(st.text(CHARACTERS, min_size=2000, max_size=4000), st.integers(0, 3000), st.integers(0, 3000))
 def test_large_texts_keep_their_ends(text: str, head: int, tail: int) -> None:
     retainer = TextRetainer.head_tail(head, tail)
