@@ -219,3 +219,20 @@ def test_vanished_files_leave_the_index(tmp_path):
     assert len(source.list_sessions()) == 2
     assert indexed_files(data) == 2
     source.close()
+
+
+def test_a_background_build_says_so_at_once_and_a_source_waiting_for_another_closes_at_once(tmp_path, monkeypatch):
+    base, data = tmp_path / "claude", tmp_path / "data"
+    write_sessions(base, 2)
+    first, second = source_on(data, base), source_on(data, base)
+    slot = build._slot(index_path(data))
+    slot.acquire()  # this process's other source is building
+    try:
+        assert second.build_index(background=True).building  # told at once, before its thread has listed
+        before = time.monotonic()
+        second.close()  # waiting for the slot, it still closes at once
+        assert time.monotonic() - before < 1.0
+    finally:
+        slot.release()
+    assert first.build_index().complete
+    first.close()

@@ -95,6 +95,8 @@ class TranscriptSource:
         with self._thread_lock:
             if self._closed.is_set() or self._building_here():
                 return
+            # Building from now on, as far as anyone asking is told (the thread sets its totals once it has listed).
+            self._builder.progress = replace(self._builder.progress, building=True, complete=False)
             self._thread = threading.Thread(
                 target=self._build_in_background, name=f"dsh-sources-{self.name}", daemon=True
             )
@@ -102,9 +104,12 @@ class TranscriptSource:
 
     def _build_in_background(self) -> None:
         started = time.monotonic()
-        with contextlib.suppress(Exception):  # a failed build leaves the index as it was; the next one tries again
-            if self._builder.run(self._closed, self._report):
-                self._checked = started
+        try:
+            with contextlib.suppress(Exception):  # a failed build leaves the index as it was; the next one tries again
+                if self._builder.run(self._closed, self._report):
+                    self._checked = started
+        finally:
+            self._builder.progress = replace(self._builder.progress, building=False)
 
     def _report(self, progress: IndexProgress) -> None:
         if not self._background:
