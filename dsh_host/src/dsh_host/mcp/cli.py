@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dsh.mcp")
 
-THREADS_GRACE_SECONDS = 0.5
+THREADS_GRACE_SECONDS = 0.4
 """How long the end waits for worker threads (store reads) after the calls were cancelled."""
 SDK_MISSING = "dsh mcp needs the MCP SDK: pip install 'dsh-host[mcp]'"
 NO_SNAPSHOTS = (
