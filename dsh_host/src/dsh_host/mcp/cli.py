@@ -71,12 +71,14 @@ def mcp(host: Host) -> None:
 def session_catalog(host: Host) -> SessionCatalog:
     """The catalog `dsh mcp` serves for `host`; `SnapshotsMissing` when nothing provides snapshots."""
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+    from dsh_host.mcp.indexing import SourceIndexes
 
     snapshots = host.services.providing(SnapshotService)
     query = host.services.get("session_query")
     if snapshots is None or query is None:
         raise SnapshotsMissing(NO_SNAPSHOTS)
-    return SessionCatalog(query, snapshots)
+    # `host.sources` is made here, on this thread; the builds open the sources on a worker thread.
+    return SessionCatalog(query, snapshots, SourceIndexes(host.sources.every))
 
 
 async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
@@ -93,6 +95,9 @@ async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
     gc.freeze()
     with stop_on_signals() as stop:
         reader, writer = await stdio_streams(protocol_out, limit=MAX_FRAME_BYTES)
+        # The indexes build while the client starts up; the end closes the host's sources, which
+        # cancels the builds.
+        catalog.start_indexing()
         await serve_stdio(server, reader, writer, stop=stop)
 
 
