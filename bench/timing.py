@@ -42,10 +42,12 @@ def paired_ratio(value: Timing, baseline: Timing) -> float:
 
 @dataclass(frozen=True)
 class Figure:
-    """One benchmark figure: a measured value, its same-run baseline, and the target ratio.
+    """One benchmark figure: a measured value, its same-run baseline, and its goal.
 
     `value` and `baseline` are in `unit` (the overall bests, for timed figures). `paired` is the
-    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio.
+    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio. The goal
+    is `target`, a ratio, or `added_limit`, the most `value` may exceed `baseline` by (in `unit`),
+    for a figure whose baseline is so small that a ratio would be below the noise of its floor.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Figure:
     # For throughput figures (events/s) a higher value is better, so the ratio is inverted.
     higher_is_better: bool = False
     paired: float | None = None
+    added_limit: float | None = None
 
     @classmethod
     def timed(cls, name: str, value: Timing, baseline: Timing, *, per: float | None = None, **fields: Any) -> Figure:
@@ -85,7 +88,12 @@ class Figure:
         out["ratio"] = round(self.ratio, 3)
         if self.paired is not None:
             out["ratio_of_bests"] = round(self.ratio_of_bests, 3)
-        out["met"] = None if self.target is None else self.ratio <= self.target
+        if self.added_limit is not None:
+            out["added"] = self.value - self.baseline
+            out["met"] = self.value - self.baseline <= self.added_limit
+        else:
+            out.pop("added_limit")
+            out["met"] = None if self.target is None else self.ratio <= self.target
         return out
 
 
