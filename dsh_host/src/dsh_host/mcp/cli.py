@@ -86,7 +86,7 @@ def session_catalog(host: Host) -> SessionCatalog:
     if snapshots is None or query is None:
         raise SnapshotsMissing(NO_SNAPSHOTS)
     # `host.sources` is made here, on this thread; the builds open the sources on a worker thread.
-    return SessionCatalog(query, snapshots, SourceIndexes(host.sources.every))
+    return SessionCatalog(query, snapshots, SourceIndexes(host.sources))
 
 
 @contextlib.contextmanager

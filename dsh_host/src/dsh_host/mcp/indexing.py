@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
 from dsh_host.sources import IndexedSource, IndexProgress
 
 if TYPE_CHECKING:
-    from dsh_host.sources.base import SessionSource
+    from dsh_host.sources.registry import SessionSources
 
 log = logging.getLogger("dsh.mcp")
 
@@ -28,9 +28,9 @@ POLL_SECONDS = 0.05
 
 
 class SourceIndexes:
-    """The indexed sources among `sources()` (name, source pairs), their builds and their progress."""
+    """The indexed sources among `sources` (a host's), their builds and their progress."""
 
-    def __init__(self, sources: Callable[[], Sequence[tuple[str, SessionSource]]]) -> None:
+    def __init__(self, sources: SessionSources) -> None:
         self._sources = sources
         self._starting: asyncio.Future[list[tuple[str, IndexedSource]]] | None = None
 
@@ -43,7 +43,12 @@ class SourceIndexes:
 
     def _start_builds(self) -> list[tuple[str, IndexedSource]]:
         started: list[tuple[str, IndexedSource]] = []
-        for name, source in self._sources():
+        for name in self._sources.names:
+            try:
+                source = self._sources.get(name)
+            except (DshError, OSError) as exc:  # a source that cannot open says so to every call that reads it
+                log.debug("mcp: the %s source does not open: %s", name, exc)
+                continue
             if not isinstance(source, IndexedSource):
                 continue
             try:
