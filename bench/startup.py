@@ -12,8 +12,9 @@ load drifting on a shared machine weighs on all alike), and each figure is a med
   entry points, so the share of the floor that discovery costs.
 - `startup_<server>_initialize`: from spawning `dsh <server>` (a protocol server on stdio:
   `dsh acp`, `dsh mcp`) to its answer to `initialize`, against a floor of its own: the floor
-  above that then imports the modules of the protocol's SDK the server needs (`floor_modules`),
-  nothing of dsh. `dsh mcp` has a goal; `dsh acp` is reported.
+  above that then imports the modules of the protocol's SDK the server needs (`floor_modules`,
+  with the collector off as `dsh mcp` loads them), nothing of dsh. `dsh mcp` has a goal (what
+  dsh adds to loading its SDK); `dsh acp` is reported.
 - `startup_<server>_sdk_import` (report): the part of that time spent importing the protocol's
   SDK, from `-X importtime` runs of the same exchange (value: the SDK's import time; baseline:
   spawn to answer in those runs, which importtime slows alike; the ratio is the SDK's share).
@@ -49,7 +50,7 @@ IMPORTTIME_RUNS = 3
 SESSIONS = 100
 FLOOR = Path(__file__).with_name("startup_floor.py")
 ANSWER_TIMEOUT = 120.0
-MCP_TARGET = 1.0
+MCP_TARGET = 1.15
 """`dsh mcp`'s spawn-to-initialize-answer over its floor: what dsh adds to the SDK's own start-up."""
 
 

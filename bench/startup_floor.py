@@ -5,9 +5,11 @@ Before any `dsh` command can know which commands exist it must load its command-
 group. This process does exactly that and nothing more. With `--no-entry-points` it stops
 before reading the entry points (and before loading `importlib.metadata`), which tells what
 reading them costs. With `--import MODULE,...` it then imports those modules (a protocol SDK's
-modules that a `dsh` protocol server needs: the floor of that server's start-up).
+modules that a `dsh` protocol server needs: the floor of that server's start-up), with the
+cyclic garbage collector off, as `dsh mcp` loads its SDK.
 """
 
+import gc
 import importlib
 import sys
 
@@ -22,5 +24,6 @@ if "--no-entry-points" not in sys.argv[1:]:
 if "--import" in sys.argv[1:]:
     # Not from this script's folder, whose bench modules share names with the SDKs (bench/acp.py).
     del sys.path[0]
+    gc.disable()
     for name in sys.argv[sys.argv.index("--import") + 1].split(","):
         importlib.import_module(name)
