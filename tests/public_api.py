@@ -4,6 +4,7 @@ public sub-namespaces (docs/api.md documents each). Every other `dsh_host.<modul
 PUBLIC_NAMESPACES = (
     "dsh_host",
     "dsh_host.asyncs",
+    "dsh_host.files",
     "dsh_host.hookspecs",
     "dsh_host.log",
     "dsh_host.models",

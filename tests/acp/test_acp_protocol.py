@@ -96,6 +96,24 @@ async def test_a_failed_turn_is_an_internal_error_naming_the_failure(tmp_path):
             assert "the model is down" in str(raised.value)
 
 
+async def test_session_new_for_a_model_without_its_key_is_an_error_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    config = Config.from_mapping(
+        {"host": {"plugins": [], "data_dir": str(tmp_path / "data"), "model": "openai:deepseek-chat"}}
+    )
+    with Host.start(config, session_query=False) as host:
+        async with wire(host) as connection:
+            await connection.client.initialize(protocol_version=1)
+            with pytest.raises(RequestError) as raised:
+                await connection.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+            assert raised.value.code == -32603
+            message = 'model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY'
+            assert str(raised.value) == f"Internal error: {message}"
+            assert raised.value.data == {"details": message}
+            assert connection.server._sessions == {}
+        assert host.store.list_sessions() == []  # no session, and nothing answered in the model's place
+
+
 @pytest.mark.parametrize(
     "params",
     [

@@ -174,6 +174,31 @@ def test_dsh_compact_reports_a_failure_on_one_line(dsh, tmp_path, fx) -> None:
     assert events[-1].data["reason"]["kind"] == "error"
 
 
+@pytest.mark.parametrize("configured", ["scripted", "openai:deepseek-chat"])
+def test_no_scripted_summary_is_written_for_a_real_model_without_its_key(dsh, tmp_path, fx, configured) -> None:
+    # The session was driven by the real model; its key is not set now.
+    dsh.env["DEEPSEEK_API_KEY"] = None
+    toml = f'[host]\nmodel = "{configured}"\n[plugins.compact]\nretain_tokens = 180\n'
+    real = {"header": {"config": {"provider": "openai", "model": "deepseek-chat"}}, "reason": "initial"}
+
+    async def build() -> str:
+        with start(tmp_path, toml) as host:
+            session = host.sessions.create(str(tmp_path))
+            fx.conversation(4, session=session, header=real)
+            session.append("turn/end", {"turn": 5, "reason": {"kind": "completed"}})
+            await host.sessions.flush(session)
+            return session.id
+
+    session_id = asyncio.run(build())
+    stored = len(stored_events(tmp_path, session_id))
+    code, _, err = dsh("compact", session_id)
+    assert code == 1
+    assert err == 'dsh: error: model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY\n'
+    written = stored_events(tmp_path, session_id)[stored:]
+    assert "compact/summary" not in [e.type for e in written]
+    assert all("Scripted" not in json.dumps(e.data) for e in written)
+
+
 def test_dsh_compact_unknown_session(dsh) -> None:
     code, _, err = dsh("compact", "nope")
     assert code == 1

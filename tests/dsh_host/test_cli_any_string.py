@@ -135,7 +135,7 @@ def check_commands(host: Host, home: Path, s: dict[str, Any]) -> None:
         json.loads(x) for x in log.splitlines()[1:]
     ]
     invoke(cli, "sessions", "show", "--surface", "--", sid)
-    assert text_lines(invoke(cli, "sessions", "check", "--", sid)) == []
+    assert text_lines(invoke(cli, "sessions", "check", "--", sid)) == ["1 session: no problems"]
 
     # export: interchange, byte for byte what was imported (stdout and file).
     assert invoke(cli, "sessions", "export", "--", sid).stdout_bytes == log

@@ -11,6 +11,7 @@ import pytest
 
 from dsh_host import __version__
 from dsh_host.testing import DshRunner
+from tests.processes import dsh_command, hermetic_env
 
 
 @pytest.fixture
@@ -82,6 +83,50 @@ def test_syntax_error_is_one_line_exit_2(dsh, tmp_path):
     assert code == 2
     assert err.startswith(f"dsh: error: {tmp_path / 'dsh.toml'}:1:")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "command"),
+    [
+        (["--help"], "Usage: dsh [OPTIONS] COMMAND [ARGS]...", "sessions"),
+        (["-h"], "Usage: dsh [OPTIONS] COMMAND [ARGS]...", "run"),
+        (["sessions", "--help"], "Usage: dsh sessions [OPTIONS] COMMAND [ARGS]...", "search"),
+    ],
+)
+def test_help_works_with_a_configuration_that_does_not_parse(dsh, tmp_path, argv, usage, command):
+    (tmp_path / "dsh.toml").write_text("[host\n")
+    code, out, err = dsh(*argv)
+    assert code == 0, err
+    assert err == (
+        f"dsh: note: {tmp_path / 'dsh.toml'}:1:6: Expected ']' at the end of a table declaration;"
+        " showing the built-in commands only\n"
+    )
+    assert out.startswith(usage)
+    assert command in out.split("Commands:\n", 1)[1].split()
+
+
+def test_help_lists_the_built_in_commands_when_a_plugin_cannot_mount(dsh):
+    dsh.plugins = ["nope"]
+    code, out, err = dsh("--help")
+    assert code == 0
+    assert err.startswith("dsh: note: unknown plugin 'nope'") and len(err.splitlines()) == 1
+    assert "sessions" in out.split("Commands:", 1)[1]
+
+
+def test_a_bad_configuration_still_fails_a_command_that_is_not_help(dsh, tmp_path):
+    (tmp_path / "dsh.toml").write_text("[host\n")
+    code, _, err = dsh("sessions", "list", "--", "--help")
+    assert code == 2 and err.startswith("dsh: error: ")
+
+
+def test_the_chat_without_a_terminal_says_what_runs_without_one(tmp_path):
+    env = hermetic_env(tmp_path, DSH_LOAD_PLUGINS="")
+    for argv in ([], ["chat"]):
+        done = subprocess.run(
+            [*dsh_command(), *argv], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, check=False
+        )
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert done.stderr == 'dsh: error: the chat needs a terminal; `dsh run "PROMPT"` runs a turn without one\n'
 
 
 def test_unknown_plugin_exit_2(dsh):

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from dsh_host import builtins
+from dsh_host import ModelRequest, builtins
 from dsh_host.config import load_config
 from dsh_host.errors import ConfigError
 from dsh_host.hookspecs import hookimpl
+from dsh_host.models import ModelFailure, ModelUnavailable
 from dsh_host.models.openai import OpenAIAdapter
 from dsh_host.models.registry import ModelRegistry, ResolvedModel
 from dsh_host.models.scripted import ScriptedAdapter
@@ -61,14 +63,14 @@ def test_adapters_are_built_lazily_once(tmp_path: Path):
 
 def test_default_spec_is_the_keyless_scripted_model(tmp_path: Path):
     resolved = ModelRegistry.from_hooks(make_host(tmp_path), env={}).resolve()
-    assert (resolved.provider, resolved.model, resolved.notice) == ("scripted", "scripted", None)
+    assert (resolved.provider, resolved.model) == ("scripted", "scripted")
     assert isinstance(resolved.adapter, ScriptedAdapter)
 
 
 def test_provider_and_model_from_the_spec(tmp_path: Path):
     registry = ModelRegistry.from_hooks(make_host(tmp_path), env=KEY)
     resolved = registry.resolve("openai:deepseek-reasoner")
-    assert (resolved.provider, resolved.model, resolved.notice) == ("openai", "deepseek-reasoner", None)
+    assert (resolved.provider, resolved.model) == ("openai", "deepseek-reasoner")
     assert isinstance(resolved.adapter, OpenAIAdapter)
 
 
@@ -79,22 +81,34 @@ def test_a_bare_provider_takes_the_configured_model(tmp_path: Path):
     assert ModelRegistry.from_hooks(make_host(tmp_path), env=KEY).resolve("openai").model == "deepseek-chat"
 
 
-def test_without_a_key_the_scripted_model_answers_with_a_notice(tmp_path: Path):
+def test_without_a_key_the_model_cannot_run_and_nothing_stands_in(tmp_path: Path):
     registry = ModelRegistry.from_hooks(make_host(tmp_path), env={"DEEPSEEK_API_KEY": ""})
-    resolved = registry.resolve("openai:deepseek-chat")
-    assert resolved == ResolvedModel(
-        "scripted",
-        "scripted",
-        registry.adapter("scripted"),
-        "no API key in $DEEPSEEK_API_KEY: the scripted model answers (keyless)",
+    with pytest.raises(ModelUnavailable) as caught:
+        registry.resolve("openai:deepseek-chat")
+    assert str(caught.value) == 'model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY'
+    assert (caught.value.exit_code, caught.value.code, caught.value.variable) == (
+        1,
+        "MODEL_UNAVAILABLE",
+        "DEEPSEEK_API_KEY",
     )
+    # What a front end that must still show the session holds: the model as configured, refusing every call.
+    placeholder = caught.value.placeholder
+    assert (placeholder.provider, placeholder.model) == ("openai", "deepseek-chat")
+    request = ModelRequest(provider="openai", model="deepseek-chat", messages=[])
+
+    async def first_chunk() -> object:
+        return await placeholder.adapter.stream(request).__anext__()
+
+    with pytest.raises(ModelFailure, match="needs an API key: set DEEPSEEK_API_KEY"):
+        asyncio.run(first_chunk())
+    # The keyless model answers when it is the one asked for.
+    assert registry.resolve("scripted") == ResolvedModel("scripted", "scripted", registry.adapter("scripted"))
 
 
-def test_the_notice_names_the_configured_key_variable(tmp_path: Path):
+def test_the_error_names_the_configured_key_variable(tmp_path: Path):
     host = make_host(tmp_path, '[models.openai]\napi_key_env = "MY_LLM_KEY"\n')
-    resolved = ModelRegistry.from_hooks(host, env=KEY).resolve("openai")
-    assert resolved.provider == "scripted"
-    assert resolved.notice == "no API key in $MY_LLM_KEY: the scripted model answers (keyless)"
+    with pytest.raises(ModelUnavailable, match=r'^model "openai:deepseek-chat" needs an API key: set MY_LLM_KEY$'):
+        ModelRegistry.from_hooks(host, env=KEY).resolve("openai")
     assert ModelRegistry.from_hooks(host, env={"MY_LLM_KEY": "k"}).resolve("openai").provider == "openai"
 
 

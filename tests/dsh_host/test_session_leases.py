@@ -32,7 +32,9 @@ from dsh_host import (
 from dsh_host.hookspecs import StoreFactory
 from dsh_host.live_sessions import append_out_of_band
 from dsh_host.testing import DshRunner, HostFactory
+from tests.processes import dsh_command, hermetic_env
 from tests.store_backends import PostgresBackend, SqliteBackend
+from tests.terminal import Terminal
 
 USER = {"kind": "user"}
 
@@ -421,7 +423,14 @@ def test_dsh_run_waits_only_for_a_session(dsh_cli):
 
 def test_the_chat_does_not_open_a_driven_session(driven):
     dsh_cli, _, session_id = driven
-    assert dsh_cli("chat", "--session", session_id) == (1, "", f"dsh: error: {busy(session_id)}\n")
+    # The chat needs a terminal (without one it refuses before looking at the session): a real one.
+    env = {**hermetic_env(dsh_cli.root), "DSH_HOME": str(dsh_cli.home), "DSH_LOAD_PLUGINS": "", "TERM": "xterm"}
+    terminal = Terminal([*dsh_command(), "chat", "--session", session_id], cwd=dsh_cli.root, env=env)
+    try:
+        screen = terminal.wait_for("[dsh exited")
+    finally:
+        terminal.close()
+    assert f"dsh: error: {busy(session_id)}\n[dsh exited 1]" in screen
 
 
 def test_importing_over_a_driven_session_is_refused(driven, tmp_path):

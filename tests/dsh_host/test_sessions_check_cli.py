@@ -83,11 +83,13 @@ def store(dsh_cli, tmp_path):
     return run
 
 
-def test_no_sessions_and_valid_sessions_pass(dsh_cli, store) -> None:
-    assert dsh_cli("sessions", "check") == (0, "", "")
+def test_no_sessions_and_valid_sessions_pass_saying_what_was_checked(dsh_cli, store) -> None:
+    assert dsh_cli("sessions", "check") == (0, "0 sessions, 0 source files: no problems\n", "")
     store("good", good_events())
-    assert dsh_cli("sessions", "check") == (0, "", "")
-    assert dsh_cli("sessions", "check", "good", "--json") == (0, "", "")
+    store("also-good", good_events())
+    assert dsh_cli("sessions", "check") == (0, "2 sessions, 0 source files: no problems\n", "")
+    assert dsh_cli("sessions", "check", "good") == (0, "1 session: no problems\n", "")
+    assert dsh_cli("sessions", "check", "good", "--json") == (0, "", "")  # JSON lines are findings only
 
 
 def test_each_violation_is_one_line_with_seq_and_rule_and_the_exit_code_is_1(dsh_cli, store) -> None:
@@ -138,7 +140,7 @@ def test_a_note_is_listed_and_exits_0_unless_strict(dsh_cli, store) -> None:
         line,
         "dsh: error: 0 violation(s) and 1 note(s) in 1 of 2 session(s)\n",
     )
-    assert dsh_cli("sessions", "check", "good", "--strict") == (0, "", "")
+    assert dsh_cli("sessions", "check", "good", "--strict") == (0, "1 session: no problems\n", "")
     code, out, _ = dsh_cli("sessions", "check", "--json")
     assert code == 0
     assert json.loads(out) == {
@@ -204,7 +206,7 @@ def test_session_ids_reach_the_terminal_inert(dsh_cli, store) -> None:
 def test_mounted_plugins_add_their_rules_through_dsh_log_invariants(dsh_cli, store) -> None:
     """The compact plugin's `dsh_log_invariants` adds the compaction bracket; unmounted, it is absent."""
     store("compacted", compact_events())
-    assert dsh_cli("sessions", "check") == (0, "", "")
+    assert dsh_cli("sessions", "check") == (0, "1 session, 0 source files: no problems\n", "")
     dsh_cli.plugins = ["compact"]
     code, out, _ = dsh_cli("sessions", "check")
     assert code == 1

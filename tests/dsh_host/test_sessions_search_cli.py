@@ -8,7 +8,7 @@ import json
 import pytest
 
 from dsh_host.cli.progress_bar import drawing_progress
-from dsh_host.progress import progress_reporter
+from dsh_host.progress import progress_reporter, report_progress
 from dsh_host.session.events import SessionHeader
 from dsh_host.session.session import Session
 
@@ -75,7 +75,13 @@ def test_search_with_cwd_limit_and_json(dsh_cli, stored):
 @pytest.mark.parametrize("query", ['"unbalanced (', "NEAR(a b) OR *", "\x00\x1b"])
 def test_search_syntax_is_plain_text(dsh_cli, stored, query):
     code, out, err = dsh_cli("sessions", "search", query)
-    assert (code, out, err) == (0, "", "")
+    assert (code, out) == (1, "")  # read as words, which no session holds
+    assert err == f"dsh: no session matches {json.dumps(query)}\n"
+
+
+def test_no_match_exits_1_with_one_line_on_stderr_as_grep_does(dsh_cli, stored):
+    for argv in (["nothing-like-it"], ["nothing-like-it", "--json"]):
+        assert dsh_cli("sessions", "search", *argv) == (1, "", 'dsh: no session matches "nothing-like-it"\n')
 
 
 def test_search_refuses_a_limit_below_one(dsh_cli, stored):
@@ -88,14 +94,49 @@ class Terminal(io.StringIO):
         return True
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_progress_records_become_a_bar_on_a_terminal_only():
-    terminal, pipe = Terminal(), io.StringIO()
+    terminal, pipe, clock = Terminal(), io.StringIO(), Clock()
     report = progress_reporter("indexing")
-    with drawing_progress(terminal):
-        report(1, 4)
+    with drawing_progress(terminal, clock):
+        report(1, 4)  # under a second in: nothing yet
+        clock.now += 1.5
+        report(2, 4)
         report(4, 4)
-    with drawing_progress(pipe):
+    with drawing_progress(pipe, clock):
         report(1, 4)
-    report(2, 4)  # drawn by nobody once the block ended
-    assert terminal.getvalue() == f"\rdsh: indexing [{'#' * 7}{'.' * 23}] 1/4\rdsh: indexing [{'#' * 30}] 4/4\n"
+        clock.now += 5
+        report(2, 4)
+    report(3, 4)  # drawn by nobody once the block ended
+    assert terminal.getvalue() == (
+        f"\rdsh: indexing [{'#' * 15}{'.' * 15}] 2/4\x1b[K\rdsh: indexing [{'#' * 30}] 4/4\x1b[K\n"
+    )
     assert pipe.getvalue() == ""
+
+
+def test_work_done_within_a_second_draws_nothing():
+    terminal, clock = Terminal(), Clock()
+    report = progress_reporter("indexing")
+    with drawing_progress(terminal, clock):
+        report(1, 4)
+        clock.now += 0.5
+        report(4, 4)
+    assert terminal.getvalue() == ""
+
+
+def test_a_build_in_bytes_shows_them_with_its_rate_and_the_time_left():
+    terminal, clock = Terminal(), Clock()
+    with drawing_progress(terminal, clock):
+        report_progress("indexing claude-code sessions", 0, 4000, bytes_done=0, bytes_total=5_000_000_000)
+        clock.now += 10
+        report_progress(
+            "indexing claude-code sessions", 1000, 4000, bytes_done=1_000_000_000, bytes_total=5_000_000_000
+        )
+    assert terminal.getvalue().endswith("] 1000/4000 files, 1.0 GB of 5.0 GB, 100.0 MB/s, 40s left\x1b[K")

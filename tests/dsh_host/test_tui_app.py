@@ -548,8 +548,16 @@ async def test_the_banner_names_model_session_and_features(ref_host, workspace):
     target = ref_host.sessions.create(str(workspace), "banner-session")
     async with open_chat(ref_host, target) as chat:
         await chat.wait_for_output("banner-session")
-        assert "scripted model (no API key)" in chat.transcript
+        assert "scripted model (keyless)" in chat.transcript
         assert "features: session-reference" in chat.transcript
+        assert "@ mentions files and sessions" in chat.transcript
+
+
+async def test_without_session_reference_the_banner_says_at_mentions_files(bare_host, workspace):
+    target = bare_host.sessions.create(str(workspace), "banner-session")
+    async with open_chat(bare_host, target) as chat:
+        await chat.wait_for_output("banner-session")
+        assert "@ mentions files  ·" in chat.transcript
 
 
 # --- slash commands -----------------------------------------------------------------------------------
@@ -648,6 +656,22 @@ async def test_a_real_turn_with_a_session_reference(ref_host, workspace):
         [message] = [e for e in target.events if e.type == "user/message"]
         assert message.data["envelope"]["displayContent"] == [{"type": "text", "text": "Use @Source session"}]
     assert chat.ui.agent.status == "disposed"
+
+
+async def test_a_model_without_its_key_is_named_and_nothing_is_sent(make_host, workspace, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    host = make_host(config={"host": {"model": "openai:deepseek-chat"}})
+    target = host.sessions.create(str(workspace), "keyless-target")
+    problem = 'model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY'
+    async with open_chat(host, target, agent_factory=default_agent_factory) as chat:
+        await chat.wait_for_output(f"{problem}; messages are not sent until then")
+        assert "openai:deepseek-chat" in chat.transcript and "scripted model" not in chat.transcript
+        await chat.type_until("hello" + ENTER, lambda: f"Message not sent: {problem}" in chat.transcript)
+        assert chat.ui.buffer.text == "hello"  # kept, to send once the key is set
+        # Commands still run: the chat reads and switches sessions, it only cannot send.
+        await chat.clear()
+        await chat.type_until("/help" + ENTER, lambda: "/new" in chat.transcript)
+    assert [e.type for e in target.events if e.type in ("user/message", "assistant/message", "turn/start")] == []
 
 
 @pytest.mark.foreign_logs  # a hand-built log (no turns), not one dsh wrote

@@ -60,7 +60,7 @@ def terminal(home: Path, tmp_path: Path) -> Iterator[Terminal]:
 def test_chat_in_a_real_terminal(terminal: Terminal) -> None:
     # Resuming prints the stored conversation, controls as inert text.
     screen = terminal.wait_for("features: fs-read, session-reference")
-    assert "scripted model (no API key)" in screen
+    assert "scripted model (keyless)" in screen
     screen = terminal.wait_for(r"stored evil\x1b]2;pwned\x07title")
     # The window title names the session by its title, as inert text: the OSC inside never acted.
     assert terminal.title() == r"dsh · evil\x1b]2;pwned\x07title"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dsh_host.text import join_surrogate_pairs
 from dsh_session_reference import SCHEME, ErrorCode, SessionReferenceError, decode_uri, encode_uri
-from dsh_session_reference.errors import render_error_chain
+from dsh_session_reference.errors import render_error_chain, render_error_line
 
 URI_TABLE = [
     ("", "dsh-session:IiI"),
@@ -177,3 +177,20 @@ def test_render_error_chain() -> None:
     outer, inner = RuntimeError("outer"), RuntimeError("inner")
     outer.__cause__, inner.__cause__ = inner, outer
     assert render_error_chain(outer) == "outer: inner"
+
+
+def test_render_error_line_names_each_cause_once() -> None:
+    missing = LookupError('session "missing" not found')
+    read_failed = SessionReferenceError(
+        ErrorCode.READ_FAILED, 'failed to read referenced session: session "missing" not found', missing
+    )
+    assert render_error_line(read_failed) == 'failed to read referenced session: session "missing" not found'
+    # A cause that is only part of a clause is a cause of its own, and so is one the line does not hold.
+    assert render_error_line(SessionReferenceError(ErrorCode.CANCELLED, "not found here", "found")) == (
+        "not found here: found"
+    )
+    assert render_error_line(SessionReferenceError(ErrorCode.CANCELLED, "m", "why")) == "m: why"
+    outer, inner = RuntimeError("outer"), RuntimeError("inner")
+    outer.__cause__, inner.__cause__ = inner, outer
+    assert render_error_line(outer) == "outer: inner"
+    assert render_error_line(RuntimeError()) == "RuntimeError"

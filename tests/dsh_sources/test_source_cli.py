@@ -7,6 +7,7 @@ no command changes a byte or an mtime under them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,13 +66,28 @@ def test_an_export_imports_as_a_dsh_copy(dsh_cli, agents, tmp_path):
     assert copied_header["parentSession"] == agents["claude"] and copied == events
 
 
+def test_a_check_that_finds_nothing_counts_what_it_checked(dsh_cli, tmp_path):
+    dsh_cli.plugins = ["claude-code", "codex"]
+    dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex")})
+    for prompt in ("first", "second"):
+        r = CodexRollout(cwd="/elsewhere")
+        r.meta()
+        r.user(prompt)
+        r.write(tmp_path / "codex")
+    assert dsh_cli("run", "hello").exit_code == 0
+    code, out, err = dsh_cli("sessions", "check")
+    assert (code, err) == (0, "") and re.fullmatch(
+        r"1 session, 2 source files \(index [0-9.]+ KB\): no problems\n", out
+    )
+
+
 def test_check_reports_skipped_lines_per_source_file(dsh_cli, agents):
     claude_path, _ = agents["paths"]
     code, out, _ = dsh_cli("sessions", "check")
     assert code == 0
     assert out.splitlines() == [f"claude-code  {claude_path}  1 skipped line"]
     code, out, _ = dsh_cli("sessions", "check", "--source", "codex")
-    assert (code, out) == (0, "")
+    assert (code, out) == (0, "1 source file: no problems\n")
     code, out, _ = dsh_cli("sessions", "check", agents["claude"], "--json")
     assert json.loads(out) == {
         "source": "claude-code",
@@ -129,10 +145,28 @@ def test_nothing_under_the_agents_folders_is_ever_written(dsh_cli, agents, tmp_p
     ):
         dsh_cli(*args)
     assert {name: tree_state(tmp_path / name) for name in ("claude", "codex")} == before
-    assert (dsh_cli.home / "sources.sqlite3").is_file()
+    assert (dsh_cli.home / "sources" / "index.sqlite3").is_file()
 
 
 def test_missing_agent_folders_are_empty_sources(dsh_cli, tmp_path):
     dsh_cli.plugins = ["claude-code", "codex"]
     dsh_cli.env.update({"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "CODEX_HOME": str(tmp_path / "none2")})
     assert dsh_cli("sessions", "list") == (0, "", "")
+
+
+def test_sessions_index_builds_on_purpose_and_says_what_it_read(dsh_cli, agents):
+    code, out, err = dsh_cli("sessions", "index")
+    assert (code, err) == (0, "")
+    lines = dict(line.split(": ", 1) for line in out.splitlines())
+    assert sorted(lines) == ["claude-code", "codex"]
+    assert all(
+        line.startswith("1 of 1 changed files read") and line.endswith(", up to date") for line in lines.values()
+    )
+    code, out, _ = dsh_cli("sessions", "index")  # warm: nothing changed, nothing read
+    assert code == 0 and all("0 of 0 changed files read" in line for line in out.splitlines())
+    claude_path, _ = agents["paths"]
+    with open(claude_path, "a", encoding="utf-8") as file:
+        file.write("\n")  # the cut line is whole now (and still not JSON)
+    code, out, _ = dsh_cli("sessions", "index")
+    lines = dict(line.split(": ", 1) for line in out.splitlines())
+    assert lines["claude-code"].startswith("1 of 1 changed files read") and lines["codex"].startswith("0 of 0")

@@ -47,9 +47,9 @@ class CountingFormat(ClaudeCodeFormat):
         super().__init__(base)
         self.reads: list[str] = []
 
-    def read(self, path: str):
+    def projector(self, path: str, state, stored):
         self.reads.append(path)
-        return super().read(path)
+        return super().projector(path, state, stored)
 
 
 def test_listing_rereads_only_files_whose_size_or_mtime_changed(tmp_path):
@@ -57,7 +57,7 @@ def test_listing_rereads_only_files_whose_size_or_mtime_changed(tmp_path):
     first, first_path = claude_session(base, "one")
     claude_session(base, "two")
     fmt = CountingFormat(base)
-    source = TranscriptSource("claude-code", fmt, SourceIndex(tmp_path / "index.sqlite3", "claude-code"))
+    source = TranscriptSource("claude-code", fmt, SourceIndex(tmp_path / "index.sqlite3", "claude-code", 1))
     assert len(source.list_sessions()) == 2 and len(fmt.reads) == 2
     source.list_sessions()
     assert len(fmt.reads) == 2
@@ -65,7 +65,7 @@ def test_listing_rereads_only_files_whose_size_or_mtime_changed(tmp_path):
     first.write(base)
     rows = source.list_sessions()
     assert fmt.reads[2:] == [str(first_path)] and len(rows) == 2
-    again = TranscriptSource("claude-code", fmt, SourceIndex(tmp_path / "index.sqlite3", "claude-code"))
+    again = TranscriptSource("claude-code", fmt, SourceIndex(tmp_path / "index.sqlite3", "claude-code", 1))
     again.list_sessions()  # a new process: the index on disk is still fresh
     assert len(fmt.reads) == 3
     source.close()
@@ -80,11 +80,11 @@ class GatedFormat(ClaudeCodeFormat):
         self.gate = threading.Event()
         self.first_done = threading.Event()
 
-    def read(self, path: str):
+    def projector(self, path: str, state, stored):
         if self.first_done.is_set():
             self.gate.wait()
         try:
-            return super().read(path)
+            return super().projector(path, state, stored)
         finally:
             self.first_done.set()
 
@@ -96,19 +96,21 @@ def test_the_menu_answers_from_what_is_indexed_while_the_index_builds(make_host,
     notice = IndexingNotice(host, "claude-code")  # as the terminal UI registers it at start-up
     source = host.sources.get("claude-code")
     assert isinstance(source, TranscriptSource)
-    fmt = source.format = GatedFormat(agent_dirs.claude)
+    fmt = source.format = source._builder.format = GatedFormat(agent_dirs.claude)
     token = AtToken("@prompt", "prompt", quoted=False)
     items = asyncio.run(notice(None, token, asyncio.Event()))
     fmt.first_done.wait()
-    while source.indexing() is None or source.indexing() == (0, None):
-        source._builder.join(0.01)  # the listing of 80 files comes first; then the first read is done
+    while source.index_progress().files_total == 0:
+        assert source._thread is not None
+        source._thread.join(0.01)  # the listing of 80 files comes first; then the first read is done
     rows = source.search_candidates("prompt", target_id=None, target_cwd=None, limit=100)
     assert len(rows) < 80  # what is indexed so far, at once
     items = asyncio.run(notice(None, token, asyncio.Event()))
     assert [type(item) for item in items] == [MentionCompletion]
     assert items[0].value == "@prompt" and "indexing sessions" in items[0].display and "of 80 files" in items[0].display
     fmt.gate.set()
-    source._builder.join()
+    assert source._thread is not None
+    source._thread.join()
     assert len(source.search_candidates("prompt", target_id=None, target_cwd=None, limit=100)) == 80
     assert asyncio.run(notice(None, token, asyncio.Event())) == []
 

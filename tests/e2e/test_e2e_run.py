@@ -204,3 +204,13 @@ def test_a_failed_turn_exits_1_and_names_its_persisted_session(dsh: Dsh, as_json
     assert end["data"]["reason"]["failure"] == {"message": "model exploded", "code": "BOOM"}
     if as_json:
         assert json_lines(failed.stdout)[-1] == end
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_configured_model_without_its_key_fails_in_one_line_and_nothing_answers(dsh: Dsh, as_json: bool) -> None:
+    config = dsh.tmp / "real.toml"
+    config.write_text('[host]\nmodel = "openai:deepseek-chat"\n')
+    done = dsh("--config", str(config), "run", *(["--json"] if as_json else []), "hello", plugins="")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == 'dsh: error: model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY\n'
+    assert dsh.ids() == []  # no session was made, and no scripted reply was taken for the model's

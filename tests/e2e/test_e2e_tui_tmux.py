@@ -20,7 +20,7 @@ import pytest
 
 from dsh_host.session.session import Session
 from dsh_host.testing import HostFactory
-from tests.e2e.e2e_support import COMPACT_SOURCE, REFERENCE_SOURCE, clean_env, dsh_command
+from tests.e2e.e2e_support import COMPACT_SOURCE, REFERENCE_SOURCE, clean_env, dsh_command, run_dsh
 from tests.e2e.e2e_support import assert_one_baked_message as assert_baked
 from tests.terminal import Terminal
 
@@ -107,7 +107,7 @@ def test_mention_a_compacted_session_in_a_real_terminal(
     terminal: Terminal, make_host: HostFactory, tmp_path: Path
 ) -> None:
     screen = terminal.wait_for("features: fs-read, retention, compact, session-reference")
-    assert "scripted model (no API key)" in screen
+    assert "scripted model (keyless)" in screen
     target_id = screen.split("session ", 1)[1].split()[0]
     assert target_id not in (SOURCE_ID, PROBE_ID)
     original_title = terminal.title()
@@ -174,3 +174,29 @@ def test_mention_a_compacted_session_in_a_real_terminal(
 
 def terminal_cwd(tmp_path: Path) -> str:
     return str((tmp_path / "workspace").resolve())
+
+
+def test_a_configured_model_without_its_key_is_named_and_nothing_is_sent(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "dsh.toml").write_text('[host]\nmodel = "openai:deepseek-chat"\n')
+    env = clean_env(tmp_path, DSH_HOME=str(tmp_path / "data"), TERM="xterm-256color")
+    problem = 'model "openai:deepseek-chat" needs an API key: set DEEPSEEK_API_KEY'
+    term = Terminal(dsh_command(), cwd=work, env=env, width=160)
+    try:
+        screen = term.wait_for(f"{problem}; messages are not sent until then")
+        assert "openai:deepseek-chat  •  session" in screen and "scripted model" not in screen
+        assert "@ mentions files and sessions" in screen
+        term.type("hello there")
+        term.press("Enter")
+        screen = term.wait_for(f"Message not sent: {problem}")
+        term.press("C-u")
+        term.type("/quit")
+        term.press("Enter")
+        screen = term.wait_for("[dsh exited 0]")
+    finally:
+        term.close()
+    assert "Scripted reply" not in screen
+    # Nothing was written: the session the chat opened never got an event, so it was never stored.
+    listed = run_dsh(["sessions", "list", "--json"], env={**env, "DSH_LOAD_PLUGINS": ""}, cwd=work)
+    assert (listed.returncode, listed.stdout) == (0, "")

@@ -58,7 +58,14 @@ def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
         return window(target.model) if callable(window) else None
 
     def default_target() -> ModelTarget | None:
-        resolved = host.models.resolve()
+        from dsh_host.models import ModelUnavailable
+
+        try:
+            resolved = host.models.resolve()
+        except ModelUnavailable as exc:
+            # The configured model still names the target; summarizing with it fails, saying why,
+            # and nothing stands in for it.
+            resolved = exc.placeholder
         return ModelTarget.of(resolved.provider, resolved.model)
 
     async def flush(session: Session) -> None:

@@ -11,6 +11,7 @@ neither the agent, the model adapters nor asyncio.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from dsh_host import plugins as loading
 from dsh_host.config import Config, default_data_dir, load_config
 from dsh_host.errors import PluginError
+from dsh_host.files import withdraw_exposure
 from dsh_host.services import Services
 
 if TYPE_CHECKING:
@@ -98,9 +100,19 @@ class Host:
 
     @cached_property
     def data_dir(self) -> Path:
-        """Where the host keeps its data (`[host] data_dir`, else the platform's user data dir)."""
+        """Where the host keeps its data (`[host] data_dir`, else the platform's user data dir).
+
+        The default folder is dsh's own: when it exists with permissions for anyone but its
+        owner (made by an older dsh, or by hand), they are taken away here. A configured folder
+        may be shared on purpose; `dsh sessions check` reports it instead.
+        """
         configured = self.config.host.get("data_dir")
-        return Path(configured).expanduser() if configured else default_data_dir()
+        if configured:
+            return Path(configured).expanduser()
+        default = default_data_dir()
+        with contextlib.suppress(FileNotFoundError, PermissionError):  # not made yet, or not ours to change
+            withdraw_exposure(default)
+        return default
 
     @cached_property
     def store(self) -> SessionStore:

@@ -26,9 +26,9 @@ class ReferenceFailed(DshError):
 
 
 def _fail(error: SessionReferenceError) -> ReferenceFailed:
-    from dsh_session_reference.errors import render_error_chain
+    from dsh_session_reference.errors import render_error_line
 
-    return ReferenceFailed(f"{render_error_chain(error)} ({error.code})")
+    return ReferenceFailed(f"{render_error_line(error)} ({error.code})")
 
 
 def _service(host: Host) -> SessionReferenceService:

@@ -54,6 +54,45 @@ def render_error_chain(error: object) -> str:
     return _render(error, set())
 
 
+def render_error_line(error: object) -> str:
+    """``error`` and its causes as the one line a command or a protocol client reads: each cause once.
+
+    The chain of ``render_error_chain``, less every cause the line already holds as a clause:
+    a wrapper that quotes its cause (``failed to read referenced session: <cause>``, as the
+    reference words it) names the cause once, where the chain, which the terminal UI's notice
+    keeps as the reference prescribes, repeats it.
+    """
+    line = ""
+    for message in _messages(error):
+        if not line:
+            line = message
+        elif not _holds_clause(line, message):
+            line = f"{line}: {message}"
+    return line
+
+
+def _messages(error: object) -> list[str]:
+    """The rendered messages of ``error`` and its causes, outermost first (a cycle ends the list)."""
+    messages: list[str] = []
+    seen: set[int] = set()
+    current: object = error
+    while current is not None:
+        if not isinstance(current, BaseException):
+            messages.append(str(current))
+            break
+        if id(current) in seen:
+            break
+        seen.add(id(current))
+        messages.append(str(current) or type(current).__name__)
+        current = _cause_of(current)
+    return messages
+
+
+def _holds_clause(line: str, clause: str) -> bool:
+    """Whether ``clause`` is one of the ``: ``-separated clauses of ``line`` (or a run of them)."""
+    return f": {line}: ".find(f": {clause}: ") != -1
+
+
 def _render(error: object, seen: set[int]) -> str:
     if not isinstance(error, BaseException):
         return str(error)

@@ -17,7 +17,7 @@ from dsh_host.asyncs import ignore_outcome
 from dsh_session_reference.cancellation import cancelled as cancelled_error
 from dsh_session_reference.cancellation import is_set, race
 from dsh_session_reference.candidates import Candidate, candidate_of
-from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_chain
+from dsh_session_reference.errors import ErrorCode, SessionReferenceError, render_error_line
 from dsh_session_reference.limits import (
     DEFAULT_CANDIDATE_LIMIT,
     DEFAULT_MAX_REFERENCE_BYTES,
@@ -204,8 +204,8 @@ class SessionReferenceService:
 
     @staticmethod
     def describe_error(error: BaseException) -> str:
-        """An error as one line, with its cause chain (what hosts show to users)."""
-        return render_error_chain(error)
+        """An error as one line, each cause in its chain named once (what `dsh` and `dsh mcp` show)."""
+        return render_error_line(error)
 
 
 def _reference_fields(ref: object) -> tuple[str, str | None]:

@@ -12,13 +12,19 @@ follows it, which becomes a checkpoint. A reply streamed as one record per conte
 (sharing `message.id`) is one assistant message. Prompts are what the person typed: tool
 results, meta records, command wrappers, hook output and system reminders are left out, as
 are thinking and tool-use blocks of replies.
+
+Claude Code writes a record after the record it points at, so the latest main-chain record of
+a file is the leaf the SDK would pick, and a file that grew only needs its new records walked
+back to where they join the stored chain (`Node` rows in the index, one per keyed record). A
+file that breaks that order (a record pointing at one written after it, a repeated uuid) is
+projected by the general walk over every record and read whole whenever it grows.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,13 +32,27 @@ from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host, hookimpl
 from dsh_host.hookspecs import RegisterCompletion, SourceFactory
 from dsh_host.sources import SourceMessage
-from dsh_sources.lines import JsonLines
+from dsh_sources.reading import read_whole
 from dsh_sources.source import register_source
-from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
+from dsh_sources.transcript import (
+    Facts,
+    Node,
+    Reread,
+    Said,
+    Stored,
+    Transcript,
+    Update,
+    absolute_cwd,
+    iso_ms,
+    one_line,
+    prompt_title,
+)
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.hookspecs import Json, JsonValue
 
+PROJECTION = 1
+"""The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "claude-code"
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
@@ -177,85 +197,239 @@ def _chain(nodes: dict[str, _Node], leaf: _Node) -> list[_Node]:
     return chain
 
 
-def _messages(chain: list[_Node]) -> list[SourceMessage]:
-    """The chain's visible messages; records of one streamed reply (one `message.id`) join."""
-    out: list[SourceMessage] = []
-    last_id: str | None = None
+def _said(node: _Node) -> Said:
+    """The message a record with a role holds, on its own."""
+    if node.role == "assistant":
+        return Said(SourceMessage("assistant", node.texts, node.time, model=node.model), node.message_id)
+    if node.checkpoint:
+        return Said(SourceMessage("user", node.texts, node.time, source=COMPACT_CHECKPOINT_SOURCE))
+    return Said(SourceMessage("user", node.texts, node.time))
+
+
+def _extend(out: list[Said], chain: Iterable[_Node | Node]) -> Iterator[tuple[_Node | Node, int]]:
+    """Append the chain's messages to `out` (records of one streamed reply join); yield each record and len(out).
+
+    `out` may start with the message the chain continues: a reply whose next block comes first
+    in `chain` joins it when their `message.id` match.
+    """
     for node in chain:
-        if node.role is None:
-            continue
-        if node.role == "assistant":
-            if node.message_id is not None and node.message_id == last_id and out and out[-1].role == "assistant":
-                previous = out[-1]
-                out[-1] = SourceMessage("assistant", previous.texts + node.texts, previous.time, model=previous.model)
+        if isinstance(node, _Node) and node.role is not None:
+            last = out[-1] if out else None
+            if (
+                node.role == "assistant"
+                and last is not None
+                and last.message.role == "assistant"
+                and node.message_id is not None
+                and node.message_id == last.stream
+            ):
+                joined = last.message.texts + node.texts
+                out[-1] = Said(
+                    SourceMessage("assistant", joined, last.message.time, model=last.message.model), last.stream
+                )
             else:
-                out.append(SourceMessage("assistant", node.texts, node.time, model=node.model))
-            last_id = node.message_id
-            continue
-        if node.checkpoint:
-            out.append(SourceMessage("user", node.texts, node.time, source=COMPACT_CHECKPOINT_SOURCE))
+                out.append(_said(node))
+        yield node, len(out)
+
+
+class _Projector:
+    """A Claude Code transcript's records projected, from its first byte or from the stored state."""
+
+    def __init__(self, path: str, state: Json | None, stored: Stored) -> None:
+        self._stored = stored
+        self._fresh = state is None
+        st: Json = state or {}
+        self._id = Path(path).stem
+        self._n: int = st.get("n", 0)
+        self._cwd: str | None = st.get("cwd")
+        self._first: JsonValue = st.get("first")
+        self._last: JsonValue = st.get("last")
+        self._custom: str | None = st.get("custom")
+        self._ai: str | None = st.get("ai")
+        self._summary: str | None = st.get("summary")
+        self._moment: int = st.get("moment", 0)
+        self._prompt: str | None = st.get("prompt")
+        self._dangling: set[str] = set(st.get("dangling", ()))
+        self._disorder: bool = st.get("disorder", False)
+        self._leaf: str | None = st.get("leaf")
+        self._leaf_main: bool = st.get("main", False)
+        self._count: int = st.get("count", 0)
+        self._nodes: dict[str, _Node] = {}
+        self._pending: set[str] = set()
+        self._last_main: _Node | None = None
+        self._last_visible: _Node | None = None
+        if self._disorder:
+            raise Reread
+
+    def feed(self, record: dict[str, JsonValue]) -> None:
+        index = self._n
+        self._n += 1
+        stamp = record.get("timestamp")
+        if stamp is not None:
+            self._first = stamp if self._first is None else self._first
+            self._last = stamp
+        custom, ai = record.get("customTitle"), record.get("aiTitle")
+        if isinstance(custom, str) and custom.strip():
+            self._custom = custom
+        if isinstance(ai, str) and ai.strip():
+            self._ai = ai
+        kind = record.get("type")
+        summary = record.get("summary")
+        if kind == "summary" and isinstance(summary, str) and summary.strip():
+            self._summary = summary
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or type(kind) is not str or kind not in _CHAIN_TYPES:
+            return
+        if self._cwd is None and not record.get("isSidechain"):
+            self._cwd = absolute_cwd(record.get("cwd"))
+        node = _Node(uuid, record, index)
+        if node.role is not None:  # only what is shown needs its time
+            time = iso_ms(stamp)
+            if time is not None:
+                node.time = self._moment = time
+            else:
+                node.time = self._moment
+        if uuid in self._nodes or uuid in self._pending or uuid in self._dangling or node.parent == uuid:
+            if not self._fresh:
+                raise Reread
+            self._disorder = True
+        nodes = self._nodes
+        nodes[uuid] = node
+        if node.parent is not None and node.parent not in nodes:
+            self._pending.add(node.parent)
+        if node.visible:
+            self._last_visible = node
+            if node.main:
+                self._last_main = node
+        if self._prompt is None and node.role == "user" and not node.checkpoint and node.main:
+            self._prompt = "\n".join(node.texts)
+
+    def finish(self) -> Update:
+        if self._disorder:
+            return self._update_disordered()
+        old: dict[str, Node] = {}
+        if not self._fresh:
+            old = self._stored.nodes([*self._nodes, *self._pending])
+            if any(key in old for key in self._nodes):
+                raise Reread  # a repeated uuid: the general walk decides
+        self._dangling.update(key for key in self._pending if key not in old)
+        if self._last_main is not None:
+            leaf: _Node | None = self._last_main
+            self._leaf_main = True
+        elif not self._leaf_main and self._last_visible is not None:
+            leaf = self._last_visible
         else:
-            out.append(SourceMessage("user", node.texts, node.time))
-        last_id = None
-    return out
+            leaf = None
+        if leaf is None:
+            rows = tuple(Node(node.uuid, node.parent, node.role is not None) for node in self._nodes.values())
+            return self._update(self._count, (), None, rows)
+        self._leaf = leaf.uuid
+        path, joint = self._walk(leaf, old)
+        out: list[Said] = []
+        keep, at, cut = 0, 0, -1
+        if joint is not None:
+            at, cut = (joint.at or 0) + 1, joint.at
+            if joint.msgs:
+                keep = joint.msgs - 1
+                last = self._stored.said(keep)
+                message = last.message
+                texts = message.texts[: joint.blocks]
+                out.append(
+                    Said(SourceMessage(message.role, texts, message.time, message.source, message.model), last.stream)
+                )
+        rows: list[Node] = []
+        on_chain: set[str] = set()
+        for place, (node, count) in enumerate(_extend(out, path), at):
+            key = node.uuid if isinstance(node, _Node) else node.key
+            says = node.role is not None if isinstance(node, _Node) else node.says
+            on_chain.add(key)
+            rows.append(Node(key, node.parent, says, place, keep + count, len(out[-1].message.texts) if out else 0))
+        rows.extend(
+            Node(node.uuid, node.parent, node.role is not None)
+            for node in self._nodes.values()
+            if node.uuid not in on_chain
+        )
+        return self._update(keep, tuple(out), cut, tuple(rows))
+
+    def _walk(self, leaf: _Node, old: dict[str, Node]) -> tuple[list[_Node | Node], Node | None]:
+        """The records from where `leaf`'s chain joins the stored chain (or its root) to `leaf`, and the joint.
+
+        The walk goes up through the new records and any stored records off the chain that hold
+        no message (records written after the last message, such as progress records); a stored
+        message off the chain means history the state does not describe: `Reread`.
+        """
+        path: list[_Node | Node] = []
+        seen: set[str] = set()
+        node: _Node | Node = leaf
+        while True:
+            path.append(node)
+            parent = node.parent
+            if parent is None or parent in seen:
+                break
+            seen.add(parent)
+            new = self._nodes.get(parent)
+            if new is not None:
+                node = new
+                continue
+            stored = old.get(parent)
+            if stored is None:
+                stored = self._stored.nodes([parent]).get(parent)
+            if stored is None:
+                break  # a gap: the chain starts here
+            if stored.at is not None:
+                path.reverse()
+                return path, stored
+            if stored.says:
+                raise Reread
+            node = stored
+        path.reverse()
+        return path, None
+
+    def _update_disordered(self) -> Update:
+        leaf = _leaf(self._nodes)
+        out: list[Said] = []
+        if leaf is not None:
+            self._leaf = leaf.uuid
+            for _ in _extend(out, _chain(self._nodes, leaf)):
+                pass
+        return self._update(0, tuple(out), -1, ())
+
+    def _update(self, keep: int, tail: tuple[Said, ...], cut: int | None, nodes: tuple[Node, ...]) -> Update:
+        self._count = keep + len(tail)
+        state: Json = {
+            "n": self._n,
+            "cwd": self._cwd,
+            "first": self._first,
+            "last": self._last,
+            "custom": self._custom,
+            "ai": self._ai,
+            "summary": self._summary,
+            "moment": self._moment,
+            "prompt": self._prompt,
+            "dangling": sorted(self._dangling),
+            "disorder": self._disorder,
+            "leaf": self._leaf,
+            "main": self._leaf_main,
+            "count": self._count,
+        }
+        facts = None
+        if self._leaf is not None:  # no conversation: a metadata-only file is no session
+            created, updated = iso_ms(self._first), iso_ms(self._last)
+            created_at = created if created is not None else (updated or 0)
+            title = self._custom or self._ai or self._summary or (prompt_title(self._prompt) if self._prompt else None)
+            facts = Facts(
+                agent_id=self._id,
+                cwd=self._cwd,
+                created_at=created_at,
+                updated_at=updated if updated is not None else created_at,
+                title=one_line(title),
+                messages=self._count,
+            )
+        return Update(state, facts, keep, tail, cut, nodes)
 
 
 def read_transcript(path: str) -> Transcript | None:
-    """A Claude Code session file projected, or None when it holds no session (OSError if unreadable)."""
-    stem = Path(path).stem
-    nodes: dict[str, _Node] = {}
-    cwd: str | None = None
-    custom = ai = summary = None
-    moment = 0
-    first_prompt: str | None = None
-    first_time: JsonValue = None
-    last_time: JsonValue = None
-    with open(path, "rb") as file:
-        lines = JsonLines(file)
-        for index, record in enumerate(lines):
-            stamp = record.get("timestamp")
-            if stamp is not None:
-                first_time = stamp if first_time is None else first_time
-                last_time = stamp
-            if "customTitle" in record and isinstance(record["customTitle"], str) and record["customTitle"].strip():
-                custom = record["customTitle"]
-            if "aiTitle" in record and isinstance(record["aiTitle"], str) and record["aiTitle"].strip():
-                ai = record["aiTitle"]
-            kind = record.get("type")
-            if kind == "summary" and isinstance(record.get("summary"), str) and record["summary"].strip():
-                summary = record["summary"]
-            uuid = record.get("uuid")
-            if not isinstance(uuid, str) or type(kind) is not str or kind not in _CHAIN_TYPES:
-                continue
-            if cwd is None and not record.get("isSidechain"):
-                cwd = absolute_cwd(record.get("cwd"))
-            node = _Node(uuid, record, index)
-            if node.role is not None:  # only what is shown needs its time
-                time = iso_ms(stamp)
-                if time is not None:
-                    node.time = moment = time
-                else:
-                    node.time = moment
-            nodes[uuid] = node
-            if first_prompt is None and node.role == "user" and not node.checkpoint and node.main:
-                first_prompt = "\n".join(node.texts)
-    created, updated = iso_ms(first_time), iso_ms(last_time)
-    leaf = _leaf(nodes)
-    if leaf is None:
-        return None  # no conversation: a metadata-only file is no session
-    messages = _messages(_chain(nodes, leaf))
-    title = custom or ai or summary or (prompt_title(first_prompt) if first_prompt else None)
-    created_at = created if created is not None else (updated or 0)
-    return Transcript(
-        agent_id=stem,
-        cwd=cwd,
-        created_at=created_at,
-        updated_at=updated if updated is not None else created_at,
-        title=" ".join(title.split()) if title else None,
-        messages=tuple(messages),
-        skipped=lines.skipped,
-        oversized=lines.oversized,
-    )
+    """A Claude Code session file projected whole, or None when it holds no session (OSError if unreadable)."""
+    return read_whole(ClaudeCodeFormat(Path(path).parent.parent.parent), path)
 
 
 class ClaudeCodeFormat:
@@ -284,8 +458,19 @@ class ClaudeCodeFormat:
                 if len(name) == 42 and name.endswith(".jsonl") and _UUID.match(name, 0, 36):
                     yield entry.path
 
-    def read(self, path: str) -> Transcript | None:
-        return read_transcript(path)
+    def locate(self, agent_id: str) -> list[str]:
+        """`<uuid>.jsonl` in any project folder."""
+        if not (len(agent_id) == 36 and _UUID.fullmatch(agent_id)):
+            return []
+        try:
+            projects = list(os.scandir(self.base / "projects"))
+        except OSError:
+            return []
+        found = [os.path.join(project.path, agent_id + ".jsonl") for project in projects]
+        return [path for path in found if os.path.isfile(path)]
+
+    def projector(self, path: str, state: Json | None, stored: Stored) -> _Projector:
+        return _Projector(path, state, stored)
 
     def titles(self) -> Mapping[str, str]:
         return {}
@@ -294,7 +479,7 @@ class ClaudeCodeFormat:
 @hookimpl
 def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     """Serve Claude Code's transcripts as the read-only source `claude-code`."""
-    register_source(register, NAME, ClaudeCodeFormat, home=("CLAUDE_CONFIG_DIR", ".claude"))
+    register_source(register, NAME, ClaudeCodeFormat, home=("CLAUDE_CONFIG_DIR", ".claude"), projection=PROJECTION)
 
 
 @hookimpl

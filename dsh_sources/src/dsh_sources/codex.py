@@ -14,6 +14,10 @@ summary is unreadable when the compaction was remote (encrypted); `thread_rolled
 last N user turns. Prompts are what the person typed: developer messages and the context Codex
 injects as user messages (AGENTS.md, environment, skills, shell commands) are left out.
 Assistant messages of phase `commentary` were shown to the person and count as replies.
+
+A rollout that grew is projected from its new records alone: the stored messages stay as the
+history's prefix, and only a rollback past the new records or an older compaction (which keeps
+the newest prompts) reads stored ones back.
 """
 
 from __future__ import annotations
@@ -29,12 +33,26 @@ from dsh_host import Host, hookimpl
 from dsh_host.hookspecs import RegisterCompletion, SourceFactory
 from dsh_host.sources import SourceMessage
 from dsh_sources.lines import JsonLines
+from dsh_sources.reading import read_whole
 from dsh_sources.source import register_source
-from dsh_sources.transcript import Transcript, absolute_cwd, iso_ms, prompt_title
+from dsh_sources.transcript import (
+    Facts,
+    Reread,
+    Said,
+    Stored,
+    Transcript,
+    Update,
+    absolute_cwd,
+    iso_ms,
+    one_line,
+    prompt_title,
+)
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.hookspecs import Json, JsonValue
 
+PROJECTION = 1
+"""The version of this module's projection rules: raise it when they change (the index reads files again)."""
 NAME = "codex"
 _ROLLOUT = re.compile(r"rollout-.*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl\Z")
 _INJECTED = (
@@ -58,18 +76,9 @@ UNREADABLE_SUMMARY = (
 )
 
 
-class _Item:
-    """One message of the rebuilt history."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: SourceMessage) -> None:
-        self.message = message
-
-    @property
-    def turn(self) -> bool:
-        """Whether a person's prompt starts a user turn here (checkpoints do not)."""
-        return self.message.role == "user" and self.message.source.get("kind") == "user"
+def _turn(message: SourceMessage) -> bool:
+    """Whether a person's prompt starts a user turn here (checkpoints do not)."""
+    return message.role == "user" and message.source.get("kind") == "user"
 
 
 def _typed(text: str) -> bool:
@@ -84,142 +93,192 @@ def _parts(content: JsonValue, kinds: tuple[str, ...]) -> list[str]:
     return [p["text"] for p in content if type(p) is dict and p.get("type") in kinds and isinstance(p.get("text"), str)]
 
 
-def _message(payload: dict[str, JsonValue], time: int, model: str) -> _Item | None:
+def _message(payload: dict[str, JsonValue], time: int, model: str) -> SourceMessage | None:
     """A `message` response item as a history item, or None when it shows nothing typed or said."""
     role = payload.get("role")
     if role == "user":
         texts = tuple(text for text in _parts(payload.get("content"), ("input_text",)) if _typed(text))
-        return _Item(SourceMessage("user", texts, time)) if texts else None
+        return SourceMessage("user", texts, time) if texts else None
     if role == "assistant":
         texts = tuple(text for text in _parts(payload.get("content"), ("output_text", "input_text")) if text)
-        return _Item(SourceMessage("assistant", texts, time, model=model)) if texts else None
+        return SourceMessage("assistant", texts, time, model=model) if texts else None
     return None
 
 
-def _checkpoint(text: str, time: int) -> _Item:
-    return _Item(SourceMessage("user", (text,), time, source=COMPACT_CHECKPOINT_SOURCE))
+def _checkpoint(text: str, time: int) -> SourceMessage:
+    return SourceMessage("user", (text,), time, source=COMPACT_CHECKPOINT_SOURCE)
 
 
-def _compacted(payload: dict[str, JsonValue], history: list[_Item], time: int, model: str) -> list[_Item]:
-    """The history after a `compacted` record."""
-    message = payload.get("message")
-    summary = message if isinstance(message, str) else ""
-    replacement = payload.get("replacement_history")
-    if not isinstance(replacement, list):
-        kept, budget = [], KEPT_PROMPT_BYTES
-        for item in reversed(history):
-            size = sum(len(text.encode("utf-8", "surrogatepass")) for text in item.message.texts)
-            if not item.turn:
+class _History:
+    """The rebuilt history: the first `base` stored messages, then `items` read now."""
+
+    def __init__(self, stored: Stored, base: int) -> None:
+        self._stored = stored
+        self.base = base
+        self.items: list[SourceMessage] = []
+
+    def _newest_first(self) -> Iterator[SourceMessage]:
+        yield from reversed(self.items)
+        stop = self.base
+        while stop > 0:
+            start = max(0, stop - 256)
+            yield from (said.message for said in reversed(self._stored.messages(start, stop)))
+            stop = start
+
+    def compact(self, payload: dict[str, JsonValue], time: int, model: str) -> None:
+        """Replace the history as a `compacted` record does."""
+        message = payload.get("message")
+        summary = message if isinstance(message, str) else ""
+        replacement = payload.get("replacement_history")
+        if not isinstance(replacement, list):
+            kept, budget = [], KEPT_PROMPT_BYTES
+            for item in self._newest_first():
+                if not _turn(item):
+                    continue
+                size = sum(len(text.encode("utf-8", "surrogatepass")) for text in item.texts)
+                if size > budget:
+                    break
+                kept.append(item)
+                budget -= size
+            kept.reverse()
+            self.base, self.items = 0, [*kept, _checkpoint(summary if summary.strip() else UNREADABLE_SUMMARY, time)]
+            return
+        out: list[SourceMessage] = []
+        placed = encrypted = False
+        for entry in replacement:
+            if type(entry) is not dict:
                 continue
-            if size > budget:
-                break
-            kept.append(item)
-            budget -= size
-        kept.reverse()
-        return [*kept, _checkpoint(summary if summary.strip() else UNREADABLE_SUMMARY, time)]
-    out: list[_Item] = []
-    placed = encrypted = False
-    for entry in replacement:
-        if type(entry) is not dict:
-            continue
-        kind = entry.get("type")
-        if kind in ("compaction", "compaction_summary"):
-            encrypted = True
-            continue
-        if kind != "message":
-            continue
-        if entry.get("role") == "user":
-            texts = _parts(entry.get("content"), ("input_text",))
-            joined = "\n".join(texts)
-            if joined.lstrip().lower().startswith(_SUMMARY_LEAD) or (summary.strip() and summary.strip() in joined):
-                out.append(_checkpoint(summary if summary.strip() else joined, time))
-                placed = True
+            kind = entry.get("type")
+            if kind in ("compaction", "compaction_summary"):
+                encrypted = True
                 continue
-        said = _message(entry, time, model)
-        if said is not None:
-            out.append(said)
-    if not placed:
-        readable = summary.strip() and not encrypted
-        out.append(_checkpoint(summary if readable else UNREADABLE_SUMMARY, time))
-    return out
+            if kind != "message":
+                continue
+            if entry.get("role") == "user":
+                joined = "\n".join(_parts(entry.get("content"), ("input_text",)))
+                if joined.lstrip().lower().startswith(_SUMMARY_LEAD) or (summary.strip() and summary.strip() in joined):
+                    out.append(_checkpoint(summary if summary.strip() else joined, time))
+                    placed = True
+                    continue
+            said = _message(entry, time, model)
+            if said is not None:
+                out.append(said)
+        if not placed:
+            readable = summary.strip() and not encrypted
+            out.append(_checkpoint(summary if readable else UNREADABLE_SUMMARY, time))
+        self.base, self.items = 0, out
 
-
-def _rolled_back(history: list[_Item], turns: JsonValue) -> list[_Item]:
-    """The history without its last `turns` user turns (all of them when there are fewer)."""
-    if type(turns) is not int or turns <= 0:
-        return history
-    starts = [index for index, item in enumerate(history) if item.turn]
-    if not starts:
-        return history
-    cut = starts[-turns] if turns <= len(starts) else starts[0]
-    return history[:cut]
+    def roll_back(self, turns: JsonValue) -> None:
+        """Drop the last `turns` user turns (all of them when there are fewer)."""
+        if type(turns) is not int or turns <= 0:
+            return
+        starts = [index for index, item in enumerate(self.items) if _turn(item)]
+        if len(starts) >= turns:
+            del self.items[starts[-turns] :]
+            return
+        if starts and self.base == 0:
+            del self.items[starts[0] :]
+            return
+        older = self._stored.turn_starts(self.base, turns - len(starts)) if self.base else []
+        if older:
+            self.base, self.items = older[-1], []
+        elif starts:
+            del self.items[starts[0] :]
 
 
 def _subagent(source: JsonValue) -> bool:
     return isinstance(source, dict) and any(key in source for key in ("subagent", "sub_agent", "SubAgent"))
 
 
+class _Projector:
+    """A Codex rollout's records projected, from its first byte or from the stored state."""
+
+    def __init__(self, state: Json | None, stored: Stored) -> None:
+        st: Json = state or {}
+        if state is not None and st.get("id") is None and not st.get("none"):
+            raise Reread  # no session_meta yet: what came before it is not stored
+        self._none: bool = st.get("none", False)
+        self._id: str | None = st.get("id")
+        self._cwd: str | None = st.get("cwd")
+        self._created: int | None = st.get("created")
+        self._updated: int | None = st.get("updated")
+        self._title: str | None = st.get("title")
+        self._prompt: str | None = st.get("prompt")
+        self._model: str = st.get("model", "unknown")
+        self._history = _History(stored, st.get("count", 0))
+
+    def feed(self, record: dict[str, JsonValue]) -> None:
+        if self._none:
+            return
+        time = iso_ms(record.get("timestamp"))
+        if time is not None:
+            self._updated = time if self._updated is None else max(self._updated, time)
+        now = time if time is not None else (self._updated or 0)
+        kind, payload = record.get("type"), record.get("payload")
+        if type(payload) is not dict:
+            return
+        history = self._history
+        if kind == "session_meta":
+            if self._id is None:
+                meta_id = payload.get("id")
+                if not isinstance(meta_id, str) or not meta_id or _subagent(payload.get("source")):
+                    self._none = True
+                    return
+                self._id, self._cwd = meta_id, absolute_cwd(payload.get("cwd"))
+                self._created = iso_ms(payload.get("timestamp")) or time
+        elif kind == "response_item":
+            if payload.get("type") == "message":
+                message = _message(payload, now, self._model)
+                if message is not None:
+                    history.items.append(message)
+                    if self._prompt is None and _turn(message):
+                        self._prompt = "\n".join(message.texts)
+        elif kind == "turn_context":
+            model = payload.get("model")
+            if isinstance(model, str) and model:
+                self._model = model
+        elif kind == "compacted":
+            history.compact(payload, now, self._model)
+        elif kind == "event_msg":
+            event = payload.get("type")
+            if event == "thread_rolled_back":
+                history.roll_back(payload.get("num_turns"))
+            elif event == "thread_name_updated":
+                name = payload.get("thread_name")
+                if isinstance(name, str) and name.strip():
+                    self._title = name
+
+    def finish(self) -> Update:
+        history = self._history
+        count = history.base + len(history.items)
+        state: Json = {
+            "none": self._none,
+            "id": self._id,
+            "cwd": self._cwd,
+            "created": self._created,
+            "updated": self._updated,
+            "title": self._title,
+            "prompt": self._prompt,
+            "model": self._model,
+            "count": 0 if self._none else count,
+        }
+        if self._none or self._id is None:
+            return Update(state, None, 0, (), None)
+        created_at = self._created if self._created is not None else (self._updated or 0)
+        facts = Facts(
+            agent_id=self._id,
+            cwd=self._cwd,
+            created_at=created_at,
+            updated_at=self._updated if self._updated is not None else created_at,
+            title=one_line(self._title or (prompt_title(self._prompt) if self._prompt else None)),
+            messages=count,
+        )
+        return Update(state, facts, history.base, tuple(Said(item) for item in history.items))
+
+
 def read_rollout(path: str) -> Transcript | None:
-    """A Codex rollout projected, or None when it holds no session of its own (OSError if unreadable)."""
-    agent_id: str | None = None
-    cwd: str | None = None
-    created: int | None = None
-    updated: int | None = None
-    title: str | None = None
-    first_prompt: str | None = None
-    model = "unknown"
-    history: list[_Item] = []
-    with open(path, "rb") as file:
-        lines = JsonLines(file)
-        for record in lines:
-            time = iso_ms(record.get("timestamp"))
-            if time is not None:
-                updated = time if updated is None else max(updated, time)
-            now = time if time is not None else (updated or 0)
-            kind, payload = record.get("type"), record.get("payload")
-            if type(payload) is not dict:
-                continue
-            if kind == "session_meta":
-                if agent_id is None:
-                    meta_id = payload.get("id")
-                    if not isinstance(meta_id, str) or not meta_id or _subagent(payload.get("source")):
-                        return None
-                    agent_id, cwd = meta_id, absolute_cwd(payload.get("cwd"))
-                    created = iso_ms(payload.get("timestamp")) or time
-            elif kind == "response_item":
-                if payload.get("type") == "message":
-                    item = _message(payload, now, model)
-                    if item is not None:
-                        history.append(item)
-                        if first_prompt is None and item.turn:
-                            first_prompt = "\n".join(item.message.texts)
-            elif kind == "turn_context":
-                if isinstance(payload.get("model"), str) and payload["model"]:
-                    model = payload["model"]
-            elif kind == "compacted":
-                history = _compacted(payload, history, now, model)
-            elif kind == "event_msg":
-                event = payload.get("type")
-                if event == "thread_rolled_back":
-                    history = _rolled_back(history, payload.get("num_turns"))
-                elif event == "thread_name_updated":
-                    name = payload.get("thread_name")
-                    if isinstance(name, str) and name.strip():
-                        title = name
-    if agent_id is None:
-        return None
-    created_at = created if created is not None else (updated or 0)
-    title = title or (prompt_title(first_prompt) if first_prompt else None)
-    return Transcript(
-        agent_id=agent_id,
-        cwd=cwd,
-        created_at=created_at,
-        updated_at=updated if updated is not None else created_at,
-        title=" ".join(title.split()) if title else None,
-        messages=tuple(item.message for item in history),
-        skipped=lines.skipped,
-        oversized=lines.oversized,
-    )
+    """A Codex rollout projected whole, or None when it holds no session of its own (OSError if unreadable)."""
+    return read_whole(CodexFormat(Path(path).parent), path)
 
 
 class CodexFormat:
@@ -240,8 +299,14 @@ class CodexFormat:
                     if _ROLLOUT.match(name):
                         yield os.path.join(root, name)
 
-    def read(self, path: str) -> Transcript | None:
-        return read_rollout(path)
+    def locate(self, agent_id: str) -> list[str]:
+        """The rollouts whose name ends with `agent_id` (a rollout's file name carries its thread id)."""
+        if not agent_id or "/" in agent_id or "\0" in agent_id:
+            return []
+        return [path for path in self.files() if path.endswith(f"-{agent_id}.jsonl")]
+
+    def projector(self, path: str, state: Json | None, stored: Stored) -> _Projector:
+        return _Projector(state, stored)
 
     def titles(self) -> Mapping[str, str]:
         """Thread names from `session_index.jsonl` (the latest line for an id wins), re-read when it changes."""
@@ -269,7 +334,7 @@ class CodexFormat:
 @hookimpl
 def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     """Serve Codex CLI's rollouts as the read-only source `codex`."""
-    register_source(register, NAME, CodexFormat, home=("CODEX_HOME", ".codex"))
+    register_source(register, NAME, CodexFormat, home=("CODEX_HOME", ".codex"), projection=PROJECTION)
 
 
 @hookimpl

@@ -1,70 +1,185 @@
-"""The freshness index: what dsh last read from each of the agents' files, in dsh's data dir.
+"""The index of the agents' files: what dsh read of each, and the sessions projected from them.
 
-One SQLite file (`sources.sqlite3` in the data dir) serves every source of this distribution.
-`files` keeps, per source and file, the file's size and mtime when it was read (an entry is
-fresh while both are unchanged), the session it holds (or none) and the counts of lines the
-read skipped. `texts` is a full-text index (FTS5, the tokenizer the SQLite store uses) of each
-session's surface messages, under rowid `(file pk << 20) | position`. All sources share it,
-so body matches of different sources are ranked with the same statistics.
+One SQLite file, `sources/index.sqlite3` in dsh's data dir (the folder 0700, every file in it
+0600 whatever the umask), serves every source of this distribution:
 
-Only this file is ever written: the agents' folders are opened for reading, nothing else.
+- `files`: per source and file, the file's identity (device, inode) and the size and mtime it
+  had when read, how far it was read (`offset`: through the last whole line), fingerprints of
+  its head and of the bytes just before the offset, the projector's state (JSON) and the counts
+  of lines it could not read. `generation` counts the writes of a file's entry, so that a write
+  computed from an older entry is refused instead of applied over a newer one.
+- `sessions`: the session each file holds (the agent's id, cwd, times, title, message count).
+- `messages`: each session's current conversation, under rowid `(session pk << 20) | position`;
+  `texts` a full-text index (FTS5, the tokenizer the SQLite store uses) of the same messages.
+- `nodes`: records other records point at (Claude Code's uuids), with their place on the
+  current chain, so a grown file's new records find where they join.
+- `builds`: how far each source's build has come, for processes that did not start it.
+
+`PRAGMA user_version` is the schema's version and `sources.projection` each source's projection
+version: a source whose rules changed has its files read again. The index of earlier versions
+(`sources.sqlite3` beside the folder) held no read state and is removed on open. Only this
+folder is ever written: the agents' folders are opened for reading, nothing else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from dsh_host import SearchCancelled
+from dsh_host.files import private_file, private_folder, withdraw_exposure
+from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.transcript import Transcript
+from dsh_sources.transcript import Node, Said, Update
 
-INDEX_FILE = "sources.sqlite3"
+INDEX_DIR = "sources"
+INDEX_FILE = "index.sqlite3"
+LEGACY_FILE = "sources.sqlite3"
+SCHEMA_VERSION = 2
 TOKENIZER = "unicode61 remove_diacritics 2"
-_ORD_BITS = 20
-_BUSY_MS = 10_000
+ORD_BITS = 20
+_BUSY_MS = 30_000
 _PROGRESS_STEPS = 2_000
-_TEXT_BATCH = 500
-# The best-ranked message of each file: SQLite gives a bare column the row its min() came from.
-_BEST_PER_FILE = (
-    f"SELECT rowid, min(rank) FROM (SELECT rowid, rank FROM texts WHERE texts MATCH ?) GROUP BY rowid >> {_ORD_BITS}"
+_BATCH = 500
+_FILE_COLUMNS = (
+    "SELECT pk, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, generation, skipped, oversized "
+)
+_STAMP = "UPDATE sources SET stamp = stamp + 1 WHERE name = ?"
+_USER_SOURCE = json.dumps({"kind": "user"}, separators=(",", ":"))
+# The best-ranked message of each session: SQLite gives a bare column the row its min() came from.
+_BEST_PER_SESSION = (
+    f"SELECT rowid, min(rank) FROM (SELECT rowid, rank FROM texts WHERE texts MATCH ?) GROUP BY rowid >> {ORD_BITS}"
 )
 
 _SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS sources (
+    name TEXT PRIMARY KEY,
+    projection INTEGER NOT NULL,
+    stamp INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS files (
     pk INTEGER PRIMARY KEY,
     source TEXT NOT NULL,
     path BLOB NOT NULL,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
-    agent_id TEXT,
-    cwd BLOB,
-    created_at INTEGER,
-    updated_at INTEGER,
-    title BLOB,
-    messages INTEGER NOT NULL DEFAULT 0,
+    offset INTEGER NOT NULL,
+    head_len INTEGER NOT NULL,
+    head BLOB NOT NULL,
+    tail BLOB NOT NULL,
+    state TEXT,
     skipped INTEGER NOT NULL DEFAULT 0,
     oversized INTEGER NOT NULL DEFAULT 0,
+    unfinished INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 1,
     UNIQUE (source, path)
 );
-CREATE INDEX IF NOT EXISTS files_by_agent_id ON files (source, agent_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    pk INTEGER PRIMARY KEY,
+    file INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    cwd BLOB,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    title BLOB,
+    messages INTEGER NOT NULL,
+    UNIQUE (file, agent_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_agent_id ON sessions (agent_id);
+CREATE TABLE IF NOT EXISTS messages (
+    rowid INTEGER PRIMARY KEY,
+    role TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    model TEXT NOT NULL,
+    stream TEXT,
+    turn INTEGER NOT NULL,
+    texts TEXT NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, tokenize = '{TOKENIZER}');
+CREATE TABLE IF NOT EXISTS nodes (
+    file INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    parent TEXT,
+    says INTEGER NOT NULL,
+    at INTEGER,
+    msgs INTEGER NOT NULL,
+    blocks INTEGER NOT NULL,
+    PRIMARY KEY (file, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS nodes_on_chain ON nodes (file, at) WHERE at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS builds (
+    source TEXT PRIMARY KEY,
+    files_done INTEGER NOT NULL,
+    files_total INTEGER NOT NULL,
+    bytes_done INTEGER NOT NULL,
+    bytes_total INTEGER NOT NULL,
+    pid INTEGER NOT NULL,
+    running INTEGER NOT NULL,
+    updated REAL NOT NULL
+)
 """
 
 
-class Entry(NamedTuple):
-    """A file the index holds a session of."""
+@dataclass(frozen=True)
+class FileEntry:
+    """What the index knows of one file (its state is loaded only when the file is read on)."""
 
     pk: int
-    agent_id: str
     path: str
+    dev: int
+    ino: int
     size: int
     mtime_ns: int
+    offset: int
+    head_len: int
+    head: bytes
+    tail: bytes
+    generation: int
+    skipped: int
+    oversized: int
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """The result of reading a file (from its start when `fresh`, else on from its offset)."""
+
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    head_len: int
+    head: bytes
+    tail: bytes
+    fresh: bool
+    skipped: int
+    oversized: int
+    unfinished: bool
+    update: Update
+    generation: int | None
+    """The entry's generation the read went on from (None: there was no entry)."""
+
+
+@dataclass(frozen=True)
+class SessionEntry:
+    """An indexed session: its row and the file it is read from."""
+
+    pk: int
+    file: int
+    path: str
+    agent_id: str
     cwd: str | None
     created_at: int
     updated_at: int
@@ -81,21 +196,49 @@ def _text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
-class SourceIndex:
-    """One source's rows of the shared index file; safe to use from several threads."""
+def _searchable(text: str) -> str | bytes:
+    return text if text.isascii() or not has_surrogate(text) else text.encode("utf-8", "surrogatepass")
 
-    def __init__(self, path: Path, source: str) -> None:
+
+def index_path(data_dir: Path) -> Path:
+    """Where the index of a data dir lives."""
+    return data_dir / INDEX_DIR / INDEX_FILE
+
+
+class SourceIndex:
+    """One source's part of the shared index file; safe to use from several threads."""
+
+    def __init__(self, path: Path, source: str, projection: int) -> None:
         self.path = path
         self.source = source
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._write = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
+        private_file(path)
+        for own in (path.parent, path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                withdraw_exposure(own)  # the folder is dsh's own: an older, looser one is tightened
         conn = self._connection()
         with self._transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                    if not name.startswith("texts_") and not name.startswith("sqlite_"):
+                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            stored = conn.execute("SELECT projection FROM sources WHERE name = ?", (source,)).fetchone()
+            if stored is None or stored[0] != projection:
+                self._forget_files(
+                    conn, [pk for (pk,) in conn.execute("SELECT pk FROM files WHERE source = ?", (source,))]
+                )
+                conn.execute("INSERT OR REPLACE INTO sources (name, projection) VALUES (?, ?)", (source, projection))
+        legacy = path.parent.parent / LEGACY_FILE
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{legacy}{suffix}")
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -127,102 +270,289 @@ class SourceIndex:
             self._connections.clear()
         self._local = threading.local()
 
-    # -- freshness ---------------------------------------------------------------------------
+    # -- files -------------------------------------------------------------------------------
 
-    def known(self) -> dict[str, tuple[int, int]]:
-        """Every file indexed for this source: path to (size, mtime_ns) when it was read."""
-        rows = self._connection().execute("SELECT path, size, mtime_ns FROM files WHERE source = ?", (self.source,))
-        return {os.fsdecode(path): (size, mtime) for path, size, mtime in rows}
+    def files(self) -> dict[str, FileEntry]:
+        """Every file indexed for this source, by path."""
+        rows = self._connection().execute(
+            _FILE_COLUMNS + "FROM files WHERE source = ?",
+            (self.source,),
+        )
+        return {os.fsdecode(row[1]): FileEntry(row[0], os.fsdecode(row[1]), *row[2:]) for row in rows}
 
-    def put(self, found: Iterable[tuple[str, int, int, Transcript | None]]) -> None:
-        """Record what reading each file (path, size, mtime) found, replacing what was there, in one transaction."""
+    def file(self, path: str) -> FileEntry | None:
+        """One file's entry."""
+        row = (
+            self._connection()
+            .execute(
+                _FILE_COLUMNS + "FROM files WHERE source = ? AND path = ?",
+                (self.source, os.fsencode(path)),
+            )
+            .fetchone()
+        )
+        return None if row is None else FileEntry(row[0], path, *row[2:])
+
+    def state(self, pk: int) -> Any:
+        """The projector's state of a file (None when it has none)."""
+        row = self._connection().execute("SELECT state FROM files WHERE pk = ?", (pk,)).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def stored(self, pk: int) -> StoredFile:
+        """What the index holds of a file, for a projector that goes on from its state."""
+        return StoredFile(self, pk)
+
+    def put(self, reads: Iterable[FileRead]) -> list[str]:
+        """Write what reading each file found, in one transaction; the paths whose entry changed meanwhile.
+
+        A read that went on from an entry another write has replaced since is not applied: its
+        path is returned, to be read again.
+        """
         conn = self._connection()
-        with self._write, self._transaction(conn):
-            for path, size, mtime_ns, transcript in found:
-                self._put(conn, path, size, mtime_ns, transcript)
+        stale: list[str] = []
+        with self._transaction(conn):
+            for read in reads:
+                if not self._put(conn, read):
+                    stale.append(read.path)
+            conn.execute(_STAMP, (self.source,))
+        return stale
 
-    def _put(
-        self, conn: sqlite3.Connection, path: str, size: int, mtime_ns: int, transcript: Transcript | None
-    ) -> None:
-        self._forget(conn, [path])
-        values = (self.source, os.fsencode(path), size, mtime_ns)
-        if transcript is None:
-            conn.execute("INSERT INTO files (source, path, size, mtime_ns) VALUES (?, ?, ?, ?)", values)
+    def stamp(self) -> int:
+        """A number that changes whenever this source's part of the index is written (by any process)."""
+        row = self._connection().execute("SELECT stamp FROM sources WHERE name = ?", (self.source,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _put(self, conn: sqlite3.Connection, read: FileRead) -> bool:
+        path = os.fsencode(read.path)
+        row = conn.execute(
+            "SELECT pk, generation FROM files WHERE source = ? AND path = ?", (self.source, path)
+        ).fetchone()
+        generation = None if row is None else row[1]
+        if not read.fresh and generation != read.generation:
+            return False  # a read from the start holds all it needs; one that went on needs its entry unchanged
+        update = read.update
+        values = (
+            read.dev,
+            read.ino,
+            read.size,
+            read.mtime_ns,
+            read.offset,
+            read.head_len,
+            read.head,
+            read.tail,
+            json.dumps(update.state, ensure_ascii=True, separators=(",", ":")),
+            read.skipped,
+            read.oversized,
+            int(read.unfinished),
+        )
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO files (source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, state, "
+                "skipped, oversized, unfinished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.source, path, *values),
+            )
+            pk = cursor.lastrowid
+            assert pk is not None
+        else:
+            pk = row[0]
+            if read.fresh:
+                self._forget_files(conn, [pk], keep_file=True)
+            conn.execute(
+                "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, offset = ?, head_len = ?, head = ?, "
+                "tail = ?, state = ?, skipped = ?, oversized = ?, unfinished = ?, generation = generation + 1 "
+                "WHERE pk = ?",
+                (*values, pk),
+            )
+        self._apply(conn, pk, update)
+        return True
+
+    def _apply(self, conn: sqlite3.Connection, file: int, update: Update) -> None:
+        facts = update.facts
+        row = conn.execute("SELECT pk, agent_id FROM sessions WHERE file = ?", (file,)).fetchone()
+        if row is not None and (facts is None or facts.agent_id != row[1]):
+            self._forget_session(conn, row[0])
+            row = None
+        if update.cut is not None:
+            if update.cut < 0:
+                conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at IS NOT NULL", (file,))
+            else:
+                conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at > ?", (file, update.cut))
+        if update.nodes:
+            conn.executemany(
+                "INSERT OR REPLACE INTO nodes (file, key, parent, says, at, msgs, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes),
+            )
+        if facts is None:
             return
-        cursor = conn.execute(
-            "INSERT INTO files (source, path, size, mtime_ns, agent_id, cwd, created_at, updated_at, title, "
-            "messages, skipped, oversized) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        session_values = (
+            _blob(facts.cwd),
+            facts.created_at,
+            facts.updated_at,
+            _blob(facts.title),
+            facts.messages,
+        )
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO sessions (file, agent_id, cwd, created_at, updated_at, title, messages) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (file, facts.agent_id, *session_values),
+            )
+            session = cursor.lastrowid
+            assert session is not None
+        else:
+            session = row[0]
+            conn.execute(
+                "UPDATE sessions SET cwd = ?, created_at = ?, updated_at = ?, title = ?, messages = ? WHERE pk = ?",
+                (*session_values, session),
+            )
+        base = session << ORD_BITS
+        first, last = base + update.keep, base + (1 << ORD_BITS) - 1
+        conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
+        conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
+        tail = update.tail[: max(0, (1 << ORD_BITS) - update.keep)]
+        conn.executemany(
+            "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                *values,
-                transcript.agent_id,
-                _blob(transcript.cwd),
-                transcript.created_at,
-                transcript.updated_at,
-                _blob(transcript.title),
-                len(transcript.messages),
-                transcript.skipped,
-                transcript.oversized,
+                (
+                    first + position,
+                    said.message.role,
+                    said.message.time,
+                    _source_json(said.message),
+                    said.message.model,
+                    said.stream,
+                    int(said.message.role == "user" and said.message.source.get("kind") == "user"),
+                    json.dumps(said.message.texts, ensure_ascii=True, separators=(",", ":")),
+                )
+                for position, said in enumerate(tail)
             ),
         )
-        pk = cursor.lastrowid
-        assert pk is not None
         conn.executemany(
             "INSERT INTO texts (rowid, text) VALUES (?, ?)",
-            (
-                ((pk << _ORD_BITS) | position, _searchable("\n".join(message.texts)))
-                for position, message in enumerate(transcript.messages[: 1 << _ORD_BITS])
-            ),
+            ((first + position, _searchable("\n".join(said.message.texts))) for position, said in enumerate(tail)),
         )
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""
-        paths = list(paths)
-        if not paths:
-            return
         conn = self._connection()
-        with self._write, self._transaction(conn):
-            self._forget(conn, paths)
+        with self._transaction(conn):
+            pks = []
+            for path in paths:
+                row = conn.execute(
+                    "SELECT pk FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(path))
+                ).fetchone()
+                if row is not None:
+                    pks.append(row[0])
+            self._forget_files(conn, pks)
+            conn.execute(_STAMP, (self.source,))
 
-    def _forget(self, conn: sqlite3.Connection, paths: list[str]) -> None:
-        for path in paths:
-            row = conn.execute(
-                "SELECT pk FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(path))
-            ).fetchone()
-            if row is None:
-                continue
-            (pk,) = row
+    def _forget_files(self, conn: sqlite3.Connection, pks: list[int], *, keep_file: bool = False) -> None:
+        for pk in pks:
+            for (session,) in conn.execute("SELECT pk FROM sessions WHERE file = ?", (pk,)).fetchall():
+                self._forget_session(conn, session)
+            conn.execute("DELETE FROM nodes WHERE file = ?", (pk,))
+            if not keep_file:
+                conn.execute("DELETE FROM files WHERE pk = ?", (pk,))
+
+    def _forget_session(self, conn: sqlite3.Connection, session: int) -> None:
+        first, last = session << ORD_BITS, ((session + 1) << ORD_BITS) - 1
+        conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
+        conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
+        conn.execute("DELETE FROM sessions WHERE pk = ?", (session,))
+
+    # -- builds ------------------------------------------------------------------------------
+
+    def record_build(self, progress: IndexProgress) -> None:
+        """Say how far this process's build of the source has come (for other processes to read)."""
+        conn = self._connection()
+        with self._transaction(conn):
             conn.execute(
-                "DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (pk << _ORD_BITS, ((pk + 1) << _ORD_BITS) - 1)
+                "INSERT OR REPLACE INTO builds (source, files_done, files_total, bytes_done, bytes_total, pid, "
+                "running, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self.source,
+                    progress.files_done,
+                    progress.files_total,
+                    progress.bytes_done,
+                    progress.bytes_total,
+                    os.getpid(),
+                    int(progress.building),
+                    time.time(),
+                ),
             )
-            conn.execute("DELETE FROM files WHERE pk = ?", (pk,))
+
+    def recorded_build(self) -> IndexProgress | None:
+        """The progress the last build of the source recorded, or None."""
+        row = (
+            self._connection()
+            .execute(
+                "SELECT files_done, files_total, bytes_done, bytes_total, running, pid FROM builds WHERE source = ?",
+                (self.source,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        done, total, bytes_done, bytes_total, running, pid = row
+        if running and pid != os.getpid() and not _alive(pid):
+            running = 0  # its builder was killed: what it committed stays, the next build goes on
+        return IndexProgress(done, total, bytes_done, bytes_total, bool(running), not running and done >= total)
 
     # -- reads -------------------------------------------------------------------------------
 
-    def entries(self) -> list[Entry]:
-        """Every indexed session of this source (a file holding none is left out)."""
+    def sessions(self) -> list[SessionEntry]:
+        """Every indexed session of this source."""
         rows = self._connection().execute(
-            "SELECT pk, agent_id, path, size, mtime_ns, cwd, created_at, updated_at, title, messages "
-            "FROM files WHERE source = ? AND agent_id IS NOT NULL",
+            "SELECT s.pk, s.file, f.path, s.agent_id, s.cwd, s.created_at, s.updated_at, s.title, s.messages "
+            "FROM sessions s JOIN files f ON f.pk = s.file WHERE f.source = ?",
             (self.source,),
         )
-        return [_entry(row) for row in rows]
+        return [_session(row) for row in rows]
+
+    def sessions_of(self, agent_id: str) -> list[SessionEntry]:
+        """The indexed sessions (one per file) the agent calls `agent_id`."""
+        rows = self._connection().execute(
+            "SELECT s.pk, s.file, f.path, s.agent_id, s.cwd, s.created_at, s.updated_at, s.title, s.messages "
+            "FROM sessions s JOIN files f ON f.pk = s.file WHERE s.agent_id = ? AND f.source = ?",
+            (agent_id, self.source),
+        )
+        return [_session(row) for row in rows]
+
+    def messages(self, session: int, start: int = 0, stop: int = 1 << ORD_BITS) -> list[Said]:
+        """A session's stored messages from `start` up to `stop`."""
+        base = session << ORD_BITS
+        rows = self._connection().execute(
+            "SELECT role, time, source, model, stream, texts FROM messages WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+            (base + start, base + stop - 1),
+        )
+        return [_said(row) for row in rows]
 
     def reports(self, agent_id: str | None = None) -> list[tuple[str, str | None, int, int]]:
-        """(path, agent id, skipped, oversized) of the files whose reads skipped lines."""
-        sql = "SELECT path, agent_id, skipped, oversized FROM files WHERE source = ? AND skipped > 0"
+        """(path, agent id, skipped, oversized) of the files whose reads left lines out."""
+        sql = (
+            "SELECT f.path, s.agent_id, f.skipped + f.unfinished, f.oversized FROM files f "
+            "LEFT JOIN sessions s ON s.file = f.pk WHERE f.source = ? AND f.skipped + f.unfinished > 0"
+        )
         params: tuple[object, ...] = (self.source,)
         if agent_id is not None:
-            sql, params = sql + " AND agent_id = ?", (*params, agent_id)
-        rows = self._connection().execute(sql + " ORDER BY path", params)
+            sql, params = sql + " AND s.agent_id = ?", (*params, agent_id)
+        rows = self._connection().execute(sql + " ORDER BY f.path", params)
         return [(os.fsdecode(path), agent, skipped, over) for path, agent, skipped, over in rows]
 
+    def size(self) -> int:
+        """The index file's size in bytes (its write-ahead log included)."""
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.stat(f"{self.path}{suffix}").st_size
+        return total
+
     def body_matches(self, match: str, cancel: threading.Event | None) -> Iterator[tuple[int, int, float]]:
-        """(file pk, text rowid, BM25 rank) of the best message matching `match` of each file."""
+        """(session pk, text rowid, BM25 rank) of the best message matching `match` of each session."""
         conn = self._connection()
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = conn.execute(_BEST_PER_FILE, (match,)).fetchall()
+            rows = conn.execute(_BEST_PER_SESSION, (match,)).fetchall()
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None
@@ -231,24 +561,105 @@ class SourceIndex:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
         for rowid, rank in rows:
-            yield rowid >> _ORD_BITS, rowid, rank
+            yield rowid >> ORD_BITS, rowid, rank
 
     def texts(self, rowids: list[int]) -> dict[int, str]:
         """The indexed text of each message, by rowid."""
         conn = self._connection()
         out: dict[int, str] = {}
-        for start in range(0, len(rowids), _TEXT_BATCH):
-            batch = rowids[start : start + _TEXT_BATCH]
+        for start in range(0, len(rowids), _BATCH):
+            batch = rowids[start : start + _BATCH]
             marks = ",".join("?" * len(batch))
             for rowid, text in conn.execute(f"SELECT rowid, text FROM texts WHERE rowid IN ({marks})", batch):
                 out[rowid] = _text(text) or ""
         return out
 
 
-def _searchable(text: str) -> str | bytes:
-    return text if text.isascii() or not has_surrogate(text) else text.encode("utf-8", "surrogatepass")
+class StoredFile:
+    """What the index holds of one file (see `transcript.Stored`)."""
+
+    def __init__(self, index: SourceIndex, file: int) -> None:
+        self._index = index
+        self._file = file
+        row = index._connection().execute("SELECT pk FROM sessions WHERE file = ?", (file,)).fetchone()
+        self._session = None if row is None else row[0]
+
+    def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
+        conn = self._index._connection()
+        out: dict[str, Node] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = list(keys[start : start + _BATCH])
+            marks = ",".join("?" * len(batch))
+            rows = conn.execute(
+                f"SELECT key, parent, says, at, msgs, blocks FROM nodes WHERE file = ? AND key IN ({marks})",
+                (self._file, *batch),
+            )
+            for key, parent, says, at, msgs, blocks in rows:
+                out[key] = Node(key, parent, bool(says), at, msgs, blocks)
+        return out
+
+    def said(self, position: int) -> Said:
+        found = self.messages(position, position + 1)
+        if not found:
+            raise LookupError(f"no stored message at {position}")
+        return found[0]
+
+    def messages(self, start: int, stop: int) -> list[Said]:
+        return [] if self._session is None else self._index.messages(self._session, start, stop)
+
+    def turn_starts(self, before: int, limit: int) -> list[int]:
+        if self._session is None or before <= 0 or limit <= 0:
+            return []
+        base = self._session << ORD_BITS
+        rows = self._index._connection().execute(
+            "SELECT rowid FROM messages WHERE rowid BETWEEN ? AND ? AND turn = 1 ORDER BY rowid DESC LIMIT ?",
+            (base, base + before - 1, limit),
+        )
+        return [rowid - base for (rowid,) in rows]
 
 
-def _entry(row: tuple[Any, ...]) -> Entry:
-    pk, agent_id, path, size, mtime, cwd, created, updated, title, messages = row
-    return Entry(pk, agent_id, os.fsdecode(path), size, mtime, _text(cwd), created, updated, _text(title), messages)
+class NothingStored:
+    """The `transcript.Stored` of a file read from its start."""
+
+    def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
+        return {}
+
+    def said(self, position: int) -> Said:
+        raise LookupError(f"no stored message at {position}")
+
+    def messages(self, start: int, stop: int) -> list[Said]:
+        return []
+
+    def turn_starts(self, before: int, limit: int) -> list[int]:
+        return []
+
+
+def _source_json(message: SourceMessage) -> str:
+    if message.role != "user":
+        return "{}"
+    source = dict(message.source)
+    return _USER_SOURCE if source == {"kind": "user"} else json.dumps(source, separators=(",", ":"), sort_keys=True)
+
+
+def _said(row: tuple[Any, ...]) -> Said:
+    role, when, source, model, stream, texts = row
+    parsed = json.loads(source)
+    message = SourceMessage(role, tuple(json.loads(texts)), when, model=model)
+    if role == "user":
+        message = SourceMessage(role, message.texts, when, source=parsed, model=model)
+    return Said(message, stream)
+
+
+def _session(row: tuple[Any, ...]) -> SessionEntry:
+    pk, file, path, agent_id, cwd, created, updated, title, messages = row
+    return SessionEntry(pk, file, os.fsdecode(path), agent_id, _text(cwd), created, updated, _text(title), messages)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,31 +1,44 @@
 """`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
 
-Listing and search answer from the freshness index (`index.SourceIndex`), refreshed first: the
-files are listed and stat-ed, and only those whose size or mtime changed are read again. A read
-of one session parses its file afresh, so a snapshot is always current. In the terminal UI the
-refresh runs in the background instead (`IndexingNotice` turns that on): the `@` menu answers at
-once from what is indexed so far and says the index is still being built.
+Every answer comes from the index (`index.SourceIndex`), never from parsing a whole file again:
+a listing or search first brings the index up to date (`build.Builder`: only files that changed
+are read, and those that grew only where they grew), and a read of one session brings that
+session's file up to date, then reads its stored messages. In the background (the terminal UI,
+`dsh mcp`: `build_index(background=True)`) the build runs in a thread and listings and searches
+answer at once from what is indexed so far, while a read of a session not indexed yet reads that
+one session's file itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import stat
 import threading
 import time
 import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsh_host import CandidateRow, SessionHeader, SessionNotFound, SessionRow, StoredTitle, display_inline_text
 from dsh_host.settings import read_str, reject_unknown
-from dsh_host.sources import BodyScorer, SearchQuery, SourceConversation, SourceFileReport
-from dsh_sources.index import INDEX_FILE, Entry, SourceIndex
-from dsh_sources.transcript import Transcript, TranscriptFormat
+from dsh_host.sources import (
+    BodyScorer,
+    IndexProgress,
+    SearchQuery,
+    SourceConversation,
+    SourceFileReport,
+    report_index_progress,
+)
+from dsh_sources.build import Builder
+from dsh_sources.index import SessionEntry, SourceIndex, index_path
+from dsh_sources.lines import ReadCancelled
+from dsh_sources.reading import read_file, unchanged
+from dsh_sources.transcript import TranscriptFormat
 
 if TYPE_CHECKING:
     from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
@@ -34,9 +47,6 @@ if TYPE_CHECKING:
 
 _INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
 """Hosts running the terminal UI: their sources index in the background."""
-
-_BATCH = 64
-"""A refresh writes what it read this many files at a time (and a background build shows it)."""
 
 RECHECK_SECONDS = 1.0
 """A search trusts an index whose files were all checked less than this long ago (listings always check)."""
@@ -51,147 +61,135 @@ class TranscriptSource:
         self.index = index
         self._prefix = name + ":"
         self._background = background
-        self._refresh_lock = threading.Lock()
-        self._builder: threading.Thread | None = None
-        self._progress: tuple[int, int | None] | None = None
-        self._built = False
-        self._entries: dict[str, Entry] | None = None
-        self._names: _Names | None = None
-        self._by_pk: dict[int, str] = {}
-        self._known: dict[str, tuple[int, int]] | None = None
-        self._checked = -float("inf")
+        self._builder = Builder(name, fmt, index)
+        self._thread: threading.Thread | None = None
+        self._thread_lock = threading.Lock()
         self._closed = threading.Event()
+        self._checked = -float("inf")
+        self._cache: tuple[int, dict[str, SessionEntry], _Names, dict[int, str]] | None = None
 
-    # -- freshness ---------------------------------------------------------------------------
+    # -- the index ---------------------------------------------------------------------------
 
-    def build_in_background(self) -> None:
-        """From now on refresh in a background thread (starting one now) and answer from what is indexed."""
-        self._background = True
-        self._fresh()
+    def build_index(self, *, background: bool = False, cancel: threading.Event | None = None) -> IndexProgress:
+        """Bring the index up to date now, or (`background`) in a thread from now on (see `IndexedSource`)."""
+        if background:
+            self._background = True
+            self._start_thread()
+        elif not self._building_here():
+            started = time.monotonic()
+            if self._builder.run(cancel or self._closed, self._report):
+                self._checked = started
+        return self.index_progress()
 
-    def indexing(self) -> tuple[int, int | None] | None:
-        """(files read, files to read, None while they are being listed) during a long build, else None.
+    def index_progress(self) -> IndexProgress:
+        here = self._building_here()
+        progress = self._builder.progress if here else self.index.recorded_build() or IndexProgress()
+        return replace(progress, index_bytes=self.index.size())
 
-        A refresh that re-reads a few changed files is not worth a word; a first build (or one
-        with more than a few dozen files to read) is.
-        """
-        progress = self._progress
-        if progress is None or not self._building():
-            return None
-        done, total = progress
-        if total is None:
-            return None if self._built else progress
-        return progress if total > _BATCH and done < total else None
+    def _building_here(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
-    def _building(self) -> bool:
-        builder = self._builder
-        return builder is not None and builder.is_alive()
+    def _start_thread(self) -> None:
+        with self._thread_lock:
+            if self._closed.is_set() or self._building_here():
+                return
+            self._thread = threading.Thread(
+                target=self._build_in_background, name=f"dsh-sources-{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    def _build_in_background(self) -> None:
+        started = time.monotonic()
+        with contextlib.suppress(Exception):  # a failed build leaves the index as it was; the next one tries again
+            if self._builder.run(self._closed, self._report):
+                self._checked = started
+
+    def _report(self, progress: IndexProgress) -> None:
+        if not self._background:
+            report_index_progress(f"indexing {self.name} sessions", progress)
 
     def _fresh(self, recheck: float = 0.0) -> None:
-        """Bring the index up to date (or, in the background, start doing so).
-
-        `recheck`: an index whose files were all checked less than this many seconds ago is
-        taken as it is (a burst of searches stats the files once).
-        """
-        if not self._background:
-            if time.monotonic() - self._checked >= recheck:
-                self.refresh()
-        elif not self._building():
-            self._progress = (0, None)
-            self._builder = threading.Thread(target=self.refresh, name=f"dsh-sources-{self.name}", daemon=True)
-            self._builder.start()
+        """Bring the index up to date unless checked in the last `recheck` seconds (in the background: start it)."""
+        if recheck and time.monotonic() - self._checked < recheck:
+            return
+        if self._background:
+            self._start_thread()
+        else:
+            self.build_index()
 
     def refresh(self) -> None:
-        """Read again every file whose size or mtime changed; forget the files that are gone."""
-        with self._refresh_lock:
-            started = time.monotonic()
-            listed: dict[str, tuple[int, int]] = {}
-            for path in self.format.files():
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode):
-                    listed[path] = (info.st_size, info.st_mtime_ns)
-            known = self._known if self._known is not None else self.index.known()
-            gone = [path for path in known if path not in listed]
-            stale = [path for path, signature in listed.items() if known.get(path) != signature]
-            self.index.forget(gone)
-            for path in gone:
-                del known[path]
-            if gone:
-                self._entries = None
-            self._progress = (0, len(stale))
-            for start in range(0, len(stale), _BATCH):
-                if self._closed.is_set():
-                    return
-                found = [
-                    (path, *listed[path], transcript)
-                    for path in stale[start : start + _BATCH]
-                    for transcript in self._read(path)
-                ]
-                self.index.put(found)
-                known.update((path, (size, mtime)) for path, size, mtime, _ in found)
-                self._entries = None
-                self._progress = (min(start + _BATCH, len(stale)), len(stale))
-            self._known = known
-            self._checked = started
-            self._built = True
+        """Check every file now (in the background: start a build)."""
+        self._fresh()
 
-    def _read(self, path: str) -> list[Transcript | None]:
-        """What reading `path` found (one item), or nothing when it cannot be read now (tried again next time)."""
-        try:
-            return [self.format.read(path)]
-        except OSError:
-            return []
+    def _sessions(self) -> tuple[dict[str, SessionEntry], _Names, dict[int, str]]:
+        """The indexed sessions by full id (one file per agent id: the latest active wins)."""
+        stamp = self.index.stamp()
+        cache = self._cache
+        if cache is not None and cache[0] == stamp:
+            return cache[1], cache[2], cache[3]
+        chosen: dict[str, SessionEntry] = {}
+        for entry in self.index.sessions():
+            held = chosen.get(entry.agent_id)
+            if held is None or (entry.updated_at, entry.path) > (held.updated_at, held.path):
+                chosen[entry.agent_id] = entry
+        titles = self.format.titles()
+        entries = {
+            self._prefix + agent_id: replace(entry, title=titles.get(agent_id, entry.title))
+            for agent_id, entry in chosen.items()
+        }
+        names = _Names(entries)
+        by_pk = {entry.pk: sid for sid, entry in entries.items()}
+        self._cache = (stamp, entries, names, by_pk)
+        return entries, names, by_pk
 
-    def _sessions(self) -> dict[str, Entry]:
-        """The indexed sessions by full id; one file per agent id (the latest active wins)."""
-        entries = self._entries
-        if entries is None:
-            chosen: dict[str, Entry] = {}
-            for entry in self.index.entries():
-                held = chosen.get(entry.agent_id)
-                if held is None or (entry.updated_at, entry.path) > (held.updated_at, held.path):
-                    chosen[entry.agent_id] = entry
-            titles = self.format.titles()
-            entries = {
-                self._prefix + agent_id: entry._replace(title=titles.get(agent_id, entry.title))
-                for agent_id, entry in chosen.items()
-            }
-            self._names = _Names(entries)
-            self._by_pk = {entry.pk: sid for sid, entry in entries.items()}
-            self._entries = entries
-        return entries
-
-    def _entry(self, session_id: str) -> Entry:
+    def _entry(self, session_id: str) -> SessionEntry:
+        """The session's entry, its file(s) brought up to date first (read now when not indexed yet)."""
         if not session_id.startswith(self._prefix):
             raise SessionNotFound(session_id)
-        entry = self._sessions().get(session_id)
-        if entry is None:
-            self.refresh()
-            entry = self._sessions().get(session_id)
-        if entry is None:
+        agent_id = session_id[len(self._prefix) :]
+        paths = [entry.path for entry in self.index.sessions_of(agent_id)] or self.format.locate(agent_id)
+        self._update_files(paths)
+        found = self.index.sessions_of(agent_id)
+        if not found:
             raise SessionNotFound(session_id)
-        return entry
+        entry = max(found, key=lambda entry: (entry.updated_at, entry.path))
+        title = self.format.titles().get(agent_id)
+        return entry if title is None else replace(entry, title=title)
+
+    def _update_files(self, paths: list[str]) -> None:
+        """Read what changed of these files (forget those that are gone)."""
+        gone: list[str] = []
+        for path in paths:
+            for _ in range(2):  # once more when another writer got there first
+                entry = self.index.file(path)
+                try:
+                    info = os.stat(path)
+                    if entry is not None and unchanged(entry, info):
+                        break
+                    read = read_file(self.format, path, entry, self.index, self._closed)
+                except FileNotFoundError:
+                    gone.append(path)
+                    break
+                except (OSError, ReadCancelled):
+                    break
+                if not self.index.put([read]):
+                    break
+        if gone:
+            self.index.forget(gone)
 
     # -- reads -------------------------------------------------------------------------------
 
-    def _conversation(self, session_id: str) -> tuple[Entry, Transcript, SourceConversation]:
-        """The session's file read now (SessionNotFound when it vanished or holds no session)."""
+    def _conversation(self, session_id: str) -> SourceConversation:
         entry = self._entry(session_id)
-        try:
-            transcript = self.format.read(entry.path)
-        except OSError:
-            transcript = None
-        if transcript is None:
-            raise SessionNotFound(session_id)
-        header = SessionHeader(id=session_id, created_at=transcript.created_at, cwd=transcript.cwd)
-        return entry, transcript, SourceConversation(header, transcript.messages, self.format.provider)
+        messages = tuple(said.message for said in self.index.messages(entry.pk))
+        header = SessionHeader(id=session_id, created_at=entry.created_at, cwd=entry.cwd)
+        return SourceConversation(header, messages, self.format.provider)
 
     def list_sessions(self) -> list[SessionRow]:
         self._fresh()
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in self._sessions().items()]
+        entries = self._sessions()[0]
+        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
 
     def has(self, session_id: str) -> bool:
@@ -210,17 +208,17 @@ class TranscriptSource:
         return None if entry.title is None else StoredTitle(entry.title, max(entry.messages - 1, 0), entry.updated_at)
 
     def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        return self._conversation(session_id)[2].surface()
+        return self._conversation(session_id).surface()
 
     def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
-        return [self._conversation(session_id)[2].texts() for session_id in session_ids]
+        return [self._conversation(session_id).texts() for session_id in session_ids]
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
-        conversation = self._conversation(session_id)[2]
+        conversation = self._conversation(session_id)
         return conversation.header, conversation.lines()
 
     def read_events(self, session_id: str) -> tuple[SessionHeader, list[Event]]:
-        conversation = self._conversation(session_id)[2]
+        conversation = self._conversation(session_id)
         return conversation.header, conversation.events()
 
     def check(self, session_id: str | None = None) -> list[SourceFileReport]:
@@ -253,10 +251,10 @@ class TranscriptSource:
         """
         self._fresh(RECHECK_SECONDS)
         terms = SearchQuery(query)
-        sessions = self._sessions()
-        names, needle = self._names, terms.needle
+        sessions, names, by_pk = self._sessions()
+        needle = terms.needle
         rank = terms.rank_key
-        if names is None or "\0" in needle:
+        if "\0" in needle:
             named = [sid for sid, e in sessions.items() if terms.matches_name(sid, e.cwd, e.title)]
         else:
             named = names.matching(needle)
@@ -271,7 +269,6 @@ class TranscriptSource:
             skip = {row.id for row in rows}
             if target_id is not None:
                 skip.add(target_id)
-            by_pk = self._by_pk
             match = " ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
             for pk, rowid, relevance in self.index.body_matches(match, cancel):
                 sid = by_pk.get(pk)
@@ -299,9 +296,9 @@ class TranscriptSource:
 
     def close(self) -> None:
         self._closed.set()
-        builder = self._builder
-        if builder is not None and builder is not threading.current_thread():
-            builder.join()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
         self.index.close()
 
 
@@ -313,7 +310,7 @@ class _Names:
     holding neither cannot match across two of them.
     """
 
-    def __init__(self, entries: dict[str, Entry]) -> None:
+    def __init__(self, entries: dict[str, SessionEntry]) -> None:
         self._ids = list(entries)
         folded = ["\0".join((sid, e.cwd or "", e.title or "")).lower().replace("\n", " ") for sid, e in entries.items()]
         self._starts = list(accumulate((len(text) + 1 for text in folded[:-1]), initial=0))
@@ -340,12 +337,17 @@ FormatFactory = Callable[[Path], TranscriptFormat]
 
 
 def register_source(
-    register: Callable[[str, SourceFactory], None], name: str, make_format: FormatFactory, home: tuple[str, str]
+    register: Callable[[str, SourceFactory], None],
+    name: str,
+    make_format: FormatFactory,
+    home: tuple[str, str],
+    projection: int,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
     The agent's data folder is `[sources.<name>] dir` (the table's one key), else the
-    environment variable `home[0]`, else `~/<home[1]>`.
+    environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
+    format's projection rules: raise it when they change, and the files are read again.
     """
     table_name = f"sources.{name}"
     variable, default = home
@@ -354,7 +356,7 @@ def register_source(
         reject_unknown(table_name, table, ("dir",))
         configured = read_str(table_name, table, "dir", None) or os.environ.get(variable)
         folder = Path(configured).expanduser() if configured else Path.home() / default
-        index = SourceIndex(host.data_dir / INDEX_FILE, name)
+        index = SourceIndex(index_path(host.data_dir), name, projection)
         return TranscriptSource(name, make_format(folder), index, background=host in _INTERACTIVE)
 
     register(name, open_source)
@@ -379,14 +381,12 @@ class IndexingNotice:
         source = await asyncio.to_thread(sources.get, self._name)
         if not isinstance(source, TranscriptSource):
             return []
-        source.build_in_background()
-        progress = source.indexing()
-        if progress is None:
+        progress = await asyncio.to_thread(source.build_index, background=True)
+        if not progress.building or progress.complete:
             return []
         from dsh_host.ui import MentionCompletion  # the terminal UI's type: only the UI asks
 
-        done, total = progress
-        read = "listing files" if total is None else f"{done} of {total} files read"
+        read = f"{progress.files_done} of {progress.files_total} files"
         return [
             MentionCompletion(
                 token.prefix,

@@ -1,14 +1,19 @@
-"""What a source reads out of one of the agent's files, and what each agent's format provides.
+"""What a source reads out of an agent's file, and what each agent's format provides.
 
-`Transcript` is a session file projected to dsh's surface: the messages of its current
-conversation (`dsh_host.sources.SourceMessage`) and the facts a listing shows. Each agent's module
-implements `TranscriptFormat` (where its files are, how one is read); `source.TranscriptSource`
-serves either through the same index.
+A file is read once and then only where it grew. Each agent's module implements
+`TranscriptFormat`: where its files are, and a `Projector` that turns the records of a file
+into dsh's view of its session. A projector starts either empty (the file is read from its
+first byte) or from the state it left in the index after the last read, with `Stored` giving
+access to what the index holds of the file; it sees only the new records and says what changed
+as an `Update`: the session's facts, how many of the stored messages stay (`keep`) and the
+messages after them (`tail`). When new records cannot be projected from the state (a record that
+rewrites history the state does not describe) it raises `Reread`, and the file is read again
+from its start, so the result is always what a read of the whole file gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -17,18 +22,133 @@ from dsh_host.sources import SourceMessage
 from dsh_host.text import shorten_text
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import JsonValue
+    from dsh_host.hookspecs import Json, JsonValue
 
 TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""
 
 
 @dataclass(frozen=True)
-class Transcript:
-    """One session file, projected: its id (the agent's own), cwd, times, title and messages.
+class Said:
+    """A message of a session's current conversation as the index keeps it.
 
-    `skipped` and `oversized` count the lines the read left out (see `lines.JsonLines`).
+    `stream` ties the records of one reply streamed as several (Claude Code's `message.id`), so
+    a reply continued in the file's next bytes joins the message instead of starting one.
     """
+
+    message: SourceMessage
+    stream: str | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """A record of a file that others point at by its key (Claude Code's `uuid`).
+
+    `parent` is the key it points at; `says` whether it holds a message; `at` its place on the
+    current conversation's chain (None when off it), and, when on it, `msgs` the number of
+    messages through it and `blocks` the number of text blocks of the last of them.
+    """
+
+    key: str
+    parent: str | None
+    says: bool
+    at: int | None = None
+    msgs: int = 0
+    blocks: int = 0
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a listing shows of a session: the agent's id for it, cwd, times, title and message count."""
+
+    agent_id: str
+    cwd: str | None
+    created_at: int
+    updated_at: int
+    title: str | None
+    messages: int
+
+
+@dataclass(frozen=True)
+class Update:
+    """What reading a file's new records changed.
+
+    `facts` is None when the file holds no session. The session's messages become the first
+    `keep` stored ones followed by `tail`. `cut`, when not None, takes every node placed after
+    that position off the chain (-1: all of them) before `nodes` are written over what is stored.
+    `state` is what the projector needs to go on from here.
+    """
+
+    state: Json
+    facts: Facts | None
+    keep: int
+    tail: tuple[Said, ...]
+    cut: int | None = None
+    nodes: tuple[Node, ...] = ()
+
+
+class Reread(Exception):
+    """The new records cannot be projected from the stored state: read the file from its start."""
+
+
+class Stored(Protocol):
+    """What the index holds of the file a projector continues."""
+
+    def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
+        """The stored nodes among `keys`, by key."""
+        ...
+
+    def said(self, position: int) -> Said:
+        """The stored message at `position`."""
+        ...
+
+    def messages(self, start: int, stop: int) -> list[Said]:
+        """The stored messages from `start` up to (not including) `stop`."""
+        ...
+
+    def turn_starts(self, before: int, limit: int) -> list[int]:
+        """The positions of the last `limit` typed prompts before `before`, newest first."""
+        ...
+
+
+class Projector(Protocol):
+    """One read of a file's new records."""
+
+    def feed(self, record: dict[str, JsonValue]) -> None:
+        """Take the next record (a JSON object line)."""
+        ...
+
+    def finish(self) -> Update:
+        """What the records fed change (`Reread` when the state cannot carry them)."""
+        ...
+
+
+class TranscriptFormat(Protocol):
+    """One agent's session files: where they are and how their records are projected."""
+
+    provider: str
+    """The agent, as the provenance `provider` of its assistant messages."""
+
+    def files(self) -> Iterator[str]:
+        """Every file that may hold a session (a missing folder holds none)."""
+        ...
+
+    def locate(self, agent_id: str) -> list[str]:
+        """The files that may hold the session the agent calls `agent_id` (without listing them all)."""
+        ...
+
+    def projector(self, path: str, state: Json | None, stored: Stored) -> Projector:
+        """A projector of `path`'s records, going on from `state` (None: from the first byte)."""
+        ...
+
+    def titles(self) -> Mapping[str, str]:
+        """Titles the agent keeps outside its session files, by its own session id."""
+        ...
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A whole file projected at once: its session's facts and messages, and the lines it skipped."""
 
     agent_id: str
     cwd: str | None
@@ -38,25 +158,6 @@ class Transcript:
     messages: tuple[SourceMessage, ...]
     skipped: int = 0
     oversized: int = 0
-
-
-class TranscriptFormat(Protocol):
-    """One agent's session files: where they are and how one is read."""
-
-    provider: str
-    """The agent, as the provenance `provider` of its assistant messages."""
-
-    def files(self) -> Iterator[str]:
-        """Every file that may hold a session (a missing folder holds none)."""
-        ...
-
-    def read(self, path: str) -> Transcript | None:
-        """The file's session, or None for a file that holds none; OSError when it cannot be read."""
-        ...
-
-    def titles(self) -> Mapping[str, str]:
-        """Titles the agent keeps outside its session files, by its own session id."""
-        ...
 
 
 def iso_ms(value: JsonValue) -> int | None:
@@ -77,6 +178,11 @@ def prompt_title(text: str) -> str | None:
     """A title made from a prompt: its words on one line, shortened; None for a blank prompt."""
     title = shorten_text(text, TITLE_CHARS)
     return title or None
+
+
+def one_line(title: str | None) -> str | None:
+    """A title with its whitespace runs made single spaces (None stays None, blank becomes None)."""
+    return " ".join(title.split()) or None if title else None
 
 
 def absolute_cwd(value: JsonValue) -> str | None:

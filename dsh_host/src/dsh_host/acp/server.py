@@ -42,6 +42,7 @@ from pydantic import BaseModel, ValidationError
 from dsh_host.agent.agent import Agent
 from dsh_host.agent.tickets import Ticket
 from dsh_host.cli.protocol_stdio import finish_writing
+from dsh_host.models import ModelUnavailable
 from dsh_host.session.session import Session
 
 if TYPE_CHECKING:
@@ -239,7 +240,11 @@ class AcpServer:
             raise invalid_params("mcpServers are not supported")
         if self._closing:
             raise RequestError.internal_error({"details": "the server is shutting down"})
-        agent = await self.host.open_agent(cwd=request.cwd)
+        try:
+            agent = await self.host.open_agent(cwd=request.cwd)
+        except ModelUnavailable as exc:
+            # No session is made for a model that cannot answer, and nothing answers in its place.
+            raise RequestError(-32603, f"Internal error: {exc}", {"details": str(exc)}) from None
         session = self._sessions[agent.id] = _Session(agent)
         if self._closing:
             await self._close_session(session)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
+
+from dsh_host.errors import ConfigError
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
 
 
 def open_chat(host: Host, *, session_id: str | None, continue_last: bool) -> None:
+    """Run the terminal UI; a `ConfigError` (exit 2) when stdin or stdout is not a terminal."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError('the chat needs a terminal; `dsh run "PROMPT"` runs a turn without one')
     from dsh_host.tui.app import run_chat
 
     run_chat(host, session_id=session_id, continue_last=continue_last)

@@ -89,6 +89,35 @@ def build_cli(host: Host) -> click.Group:
     return cli
 
 
+def _start_host(config_path: str | None, args: Sequence[str]) -> Host:
+    """The configured host; for a command line asking for help, the host's own commands when that fails.
+
+    Help must not depend on a configuration that cannot be read or plugins that cannot mount:
+    the failure becomes a note on stderr, and the help lists the built-in commands.
+    """
+    from dsh_host.config import Config, load_config
+    from dsh_host.errors import ConfigError, PluginError
+    from dsh_host.host import Host
+
+    try:
+        return Host.start(load_config(config_path))
+    except (ConfigError, PluginError) as exc:
+        if not _asks_for_help(args):
+            raise
+        click.echo(f"dsh: note: {display_text(str(exc))}; showing the built-in commands only", err=True)
+        return Host.start(Config.from_mapping({"host": {"plugins": []}}))
+
+
+def _asks_for_help(args: Sequence[str]) -> bool:
+    """Whether the command line asks for help (`--help` or `-h` before any `--`)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg in ("--help", "-h"):
+            return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `dsh` command line on `argv` (default `sys.argv[1:]`); returns the exit code.
 
@@ -108,16 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 click.echo(f"dsh {__version__}")
                 return 0
             from dsh_host.cli.stderr import logging_to_stderr
-            from dsh_host.config import load_config
-            from dsh_host.host import Host
 
             stack.enter_context(logging_to_stderr(debug))
-            host = stack.enter_context(Host.start(load_config(config_path)))
+            host = stack.enter_context(_start_host(config_path, args))
             cli = build_cli(host)
             if as_program:
                 _start_up_done()
-            cli.main(args, prog_name="dsh", standalone_mode=False)
-            return 0
+            # Not standalone, click hands back the code of a `click.exceptions.Exit` instead of raising it.
+            code = cli.main(args, prog_name="dsh", standalone_mode=False)
+            return code if isinstance(code, int) else 0
         except click.exceptions.Exit as exc:
             return exc.exit_code
         except click.exceptions.Abort:

@@ -34,13 +34,10 @@ class TurnFailed(DshError):
 
 
 def announce_model(host: Host) -> None:
-    """Say once on stderr when the configured model falls back to, or is, the keyless one."""
-    resolved = host.models.resolve()
-    notice = resolved.notice
-    if notice is None and resolved.provider == "scripted":
-        notice = KEYLESS_NOTICE
-    if notice:
-        click.echo(f"dsh: {notice}", err=True)
+    """Say once on stderr when the configured model is the keyless one (a model that cannot run
+    never gets here: opening the agent raised `ModelUnavailable`)."""
+    if host.models.resolve().provider == "scripted":
+        click.echo(f"dsh: {KEYLESS_NOTICE}", err=True)
 
 
 async def run_turn(

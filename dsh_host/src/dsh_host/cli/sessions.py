@@ -69,7 +69,8 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     """Find sessions by id, title, cwd or what was said in them, best first.
 
     The query is plain words (no search syntax). A session that matched on what was said shows
-    a snippet around the match on the line below it.
+    a snippet around the match on the line below it. No match exits 1 with one line on stderr,
+    as grep does.
     """
     import asyncio
 
@@ -77,6 +78,9 @@ def search(host: Host, query: str, cwd: str | None, limit: int, as_json: bool) -
     rows = asyncio.run(
         host.services.session_query.search_candidates(query, target_id=None, target_cwd=target_cwd, limit=limit)
     )
+    if not rows:
+        click.echo(f"dsh: no session matches {json.dumps(query, ensure_ascii=False)}", err=True)
+        raise click.exceptions.Exit(1)
     now = time.time() * 1000
     for row in rows:
         if as_json:
@@ -277,6 +281,30 @@ def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
     return ParsedLog(header, parsed.events)
 
 
+@sessions.command("index")
+@click.pass_obj
+def index(host: Host) -> None:
+    """Build the index of every session source that keeps one, or bring it up to date.
+
+    Listing and search do the same when they need it; this does it on purpose (after a large
+    import of another agent's sessions, say), with the same progress on a terminal. One line
+    per source says what was read and how large the index is.
+    """
+    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.sources import IndexedSource
+
+    for name, source in host.sources.every():
+        if not isinstance(source, IndexedSource):
+            continue
+        progress = source.build_index()
+        if progress.building and not progress.complete:
+            state = "another dsh is building it; this is what it has committed so far"
+        else:
+            state = "up to date" if progress.complete else "incomplete (interrupted)"
+        read = f"{progress.files_done} of {progress.files_total} changed files read ({byte_size(progress.bytes_done)})"
+        click.echo(f"{display_inline_text(name)}: {read}, index {byte_size(progress.index_bytes)}, {state}")
+
+
 @sessions.command()
 @click.argument("session_id", required=False)
 @click.option("--source", "source_name", help="Report only this session source's files (lines it could not read).")
@@ -292,13 +320,16 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
     there is a violation (or, with `--strict`, any finding). The mounted plugins add the rules
     of their own event types (`dsh_log_invariants`). Then, for each session source (or the one
     `--source` names, or the one serving SESSION_ID), one line per file with lines the source
-    skipped (not JSON, cut short, too long): those are reported, not findings.
+    skipped (not JSON, cut short, too long): those are reported, not findings. Last, one line
+    for the data dir and each entry in it that others may read (`private  PATH  mode ...`).
     """
     from dsh_host.session.check import Note, check_log
     from dsh_host.store.base import SessionNotFound
 
     if source_name is not None or (session_id is not None and host.sources.owner(session_id) is not None):
-        _report_sources(host, session_id, source_name, as_json)
+        files, reported = _report_sources(host, session_id, source_name, as_json)
+        if not reported and not as_json:
+            click.echo(f"{_count(files, 'source file')}: no problems")
         return
     invariants = [invariant for contributed in host.hook.dsh_log_invariants() for invariant in contributed]
     ids = [session_id] if session_id is not None else [row.id for row in host.store.list_sessions()]
@@ -315,15 +346,40 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
         failed += len(found) > (0 if strict else session_notes)
         for finding in found:
             click.echo(_finding_line(sid, finding, as_json))
+    checked = _count(len(ids), "session")
+    reported = violations + notes
     if session_id is None:
-        _report_sources(host, None, None, as_json)
+        files, source_lines = _report_sources(host, None, None, as_json)
+        checked += f", {_count(files, 'source file')}{_index_size(host)}"
+        reported += source_lines + _report_exposure(host, as_json)
     if violations or (strict and notes):
         counted = f"{violations} violation(s) and {notes} note(s)" if strict else f"{violations} violation(s)"
         raise LogViolations(f"{counted} in {failed} of {len(ids)} session(s)")
+    if not reported and not as_json:
+        click.echo(f"{checked}: no problems")
 
 
-def _report_sources(host: Host, session_id: str | None, source_name: str | None, as_json: bool) -> None:
-    """One line per source file with skipped lines (of one session, one source, or every source)."""
+def _index_size(host: Host) -> str:
+    """` (index 12.3 MB)`: the size on disk of the sources' indexes (each file counted once), or nothing."""
+    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.sources import IndexedSource
+
+    sizes = {
+        source.index_progress().index_bytes for _, source in host.sources.every() if isinstance(source, IndexedSource)
+    }
+    return f" (index {byte_size(max(sizes))})" if sizes else ""
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _report_sources(host: Host, session_id: str | None, source_name: str | None, as_json: bool) -> tuple[int, int]:
+    """One line per source file with skipped lines (of one session, one source, or every source).
+
+    Returns how many files were checked (a source session is one transcript file) and how many
+    had lines to report.
+    """
     if source_name is not None and source_name not in host.sources.names:
         known = ", ".join(host.sources.names) or "(none)"
         raise ConfigError(f"dsh sessions check: unknown source {source_name!r}; mounted sources: {known}")
@@ -332,11 +388,37 @@ def _report_sources(host: Host, session_id: str | None, source_name: str | None,
         if name is None or (source_name is not None and name != source_name):
             raise DshError(f"session {json.dumps(session_id, ensure_ascii=False)} is not one of source {source_name!r}")
         reports = [(name, report) for report in host.sources.get(name).check(session_id)]
+        files = 1
     else:
         names = host.sources.names if source_name is None else (source_name,)
         reports = [(name, report) for name in names for report in host.sources.get(name).check()]
+        files = sum(len(host.sources.get(name).list_sessions()) for name in names)
     for name, report in reports:
         click.echo(_source_line(name, report, as_json))
+    return files, len(reports)
+
+
+def _report_exposure(host: Host, as_json: bool) -> int:
+    """One line per entry of the data dir (and the dir itself) that others may read or enter; how many."""
+    from dsh_host.files import exposed_bits
+
+    folder = host.data_dir
+    try:
+        entries = [folder, *sorted(folder.iterdir())]
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    exposed = [(entry, exposed_bits(entry)) for entry in entries]
+    exposed = [(entry, bits) for entry, bits in exposed if bits]
+    for entry, bits in exposed:
+        mode = f"0{entry.stat().st_mode & 0o777:o}"
+        if as_json:
+            record = {"private": False, "path": str(entry), "mode": mode}
+            click.echo(inert_json(json.dumps(record, ensure_ascii=False)))
+        else:
+            whom = "other users" if bits & 0o007 else "the group"
+            path = display_inline_text(str(entry))
+            click.echo(f"private  {path}  mode {mode}: {whom} may read it (chmod go-rwx {path})")
+    return len(exposed)
 
 
 def _source_line(source: str, report: SourceFileReport, as_json: bool) -> str:

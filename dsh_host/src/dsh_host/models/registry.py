@@ -2,8 +2,10 @@
 
 Adapters are registered by plugins through `dsh_register_models` and built on first use, so a
 host that never talks to a model never constructs one. A spec is `provider` or
-`provider:model`; a provider whose `[models.<provider>]` table names an `api_key_env` that is
-unset falls back to the keyless scripted model, with a notice saying so.
+`provider:model`. A provider whose `[models.<provider>]` table names an `api_key_env` that is
+unset cannot run: resolving it raises `ModelUnavailable`, naming the variable. Nothing stands in
+for it: the keyless scripted model answers only when it is the model asked for (or the default),
+so no caller takes its text for a real model's answer.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.config import Config
-from dsh_host.errors import ConfigError
-from dsh_host.models.base import ModelAdapter
+from dsh_host.errors import ConfigError, DshError
+from dsh_host.models.base import JsonDict, ModelAdapter, ModelFailure, ModelRequest
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from pluggy import HookRelay
 
     from dsh_host.host import Host
@@ -40,12 +44,45 @@ KEYLESS_PROVIDER = "scripted"
 
 @dataclass(frozen=True)
 class ResolvedModel:
-    """A model spec resolved to its adapter; `notice` explains a fallback, if one happened."""
+    """A model spec resolved to its adapter."""
 
     provider: str
     model: str
     adapter: ModelAdapter
-    notice: str | None = None
+
+
+class ModelUnavailable(DshError):
+    """The model asked for cannot run (its API key variable is unset); the message names what to set.
+
+    `placeholder` is the model as configured with an adapter that refuses every call, for a
+    front end that must still show a session (the terminal UI, which then sends nothing).
+    """
+
+    exit_code = 1
+
+    def __init__(self, provider: str, model: str, variable: str) -> None:
+        super().__init__(f'model "{provider}:{model}" needs an API key: set {variable}', code="MODEL_UNAVAILABLE")
+        self.variable = variable
+        self.placeholder = ResolvedModel(provider, model, _Refusing(str(self)))
+
+
+class _Refusing:
+    """The adapter of a model that cannot run: every call fails, saying why."""
+
+    def __init__(self, why: str) -> None:
+        self._why = why
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[JsonDict]:
+        return self
+
+    def __aiter__(self) -> AsyncIterator[JsonDict]:
+        return self
+
+    async def __anext__(self) -> JsonDict:
+        raise ModelFailure(self._why, "MODEL_UNAVAILABLE")
+
+    def context_window(self, model: str) -> int | None:
+        return None
 
 
 class ModelRegistry:
@@ -90,6 +127,7 @@ class ModelRegistry:
         """Resolve `provider[:model]` (default: `[host] model`) to its adapter.
 
         The model defaults to `[models.<provider>] model`, else the provider's name.
+        `ModelUnavailable` when the provider's `api_key_env` names an unset variable.
         """
         if spec is None:
             spec = self._host.config.host["model"]
@@ -97,12 +135,10 @@ class ModelRegistry:
         if provider not in self._factories:
             raise ConfigError(self._unknown(provider, spec))
         table = self._host.config.model_table(provider)
+        model = model or table.get("model") or provider
         key_env = table.get("api_key_env")
         if key_env and not self._env.get(key_env) and provider != KEYLESS_PROVIDER:
-            keyless = self.resolve(KEYLESS_PROVIDER)
-            notice = f"no API key in ${key_env}: the {KEYLESS_PROVIDER} model answers (keyless)"
-            return ResolvedModel(keyless.provider, keyless.model, keyless.adapter, notice)
-        model = model or table.get("model") or provider
+            raise ModelUnavailable(provider, model, key_env)
         return ResolvedModel(provider, model, self.adapter(provider))
 
     def _unknown(self, provider: str, spec: str | None = None) -> str:

@@ -134,7 +134,8 @@ class IndexProgress:
     `files_done` of `files_total` files and `bytes_done` of `bytes_total` bytes that the build
     in progress (or the last one) had to read; the totals count only what changed since the
     index last saw it, so a warm index is `0 of 0`. `building` says whether a build is running
-    now, in this process or another one; `complete` whether every file as last listed is read.
+    now, in this process or another one; `complete` whether every file as last listed is read;
+    `index_bytes` the size of the index on disk.
     """
 
     files_done: int = 0
@@ -143,6 +144,7 @@ class IndexProgress:
     bytes_total: int = 0
     building: bool = False
     complete: bool = False
+    index_bytes: int = 0
 
 
 @runtime_checkable

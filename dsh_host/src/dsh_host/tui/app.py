@@ -89,7 +89,7 @@ STYLE = Style.from_dict(
 
 
 def default_agent_factory(host: Host, session: Session) -> Agent:
-    """An agent on `session` with the configured model (the keyless one when no key is set)."""
+    """An agent on `session` with the configured model (`ModelUnavailable` when it cannot run)."""
     from dsh_host.agent.agent import Agent
 
     return Agent.create(host, session, host.models.resolve())
@@ -98,7 +98,7 @@ def default_agent_factory(host: Host, session: Session) -> Agent:
 def model_label(agent: Agent) -> str:
     """How the banner names the agent's model."""
     if agent.provider == "scripted":
-        return "scripted model (no API key)"
+        return "scripted model (keyless)"
     return f"{agent.provider}:{agent.model}"
 
 
@@ -211,7 +211,9 @@ class ChatUI:
         sources = collect_sources(host)
         self.mention_hints = [source.hint for source in sources if source.hint]
         self.session = session
-        self.agent = agent_factory(host, session)
+        self.model_problem: str | None = None
+        """Why no message can be sent (the configured model cannot run), or None."""
+        self.agent = self._new_agent(session)
         self.completer = MentionCompleter(
             _file_search(session),
             commands=self.commands.names_and_help,
@@ -244,6 +246,7 @@ class ChatUI:
             notify_error=self.error,
             on_change=self.app.invalidate,
             on_steered=self._steered,
+            refusal=lambda: self.model_problem,
         )
         self._watch()
 
@@ -268,6 +271,7 @@ class ChatUI:
         self.print(self._banner())
         if replay:
             self._replay()
+        self._say_model_problem()
         self.app.output.write_raw(SAVE_TITLE)
         self._show_title()
         try:
@@ -310,12 +314,34 @@ class ChatUI:
             self.completer.files.dispose()
             self.completer.files = _file_search(session)
         self.session = session
-        self.agent = self._agent_factory(self.host, session)
+        self.agent = self._new_agent(session)
         self._watch()
         self._show_title()
         self.print(self._banner())
         if replay:
             self._replay()
+        self._say_model_problem()
+
+    def _say_model_problem(self) -> None:
+        if self.model_problem is not None:
+            self.error(f"{self.model_problem}; messages are not sent until then")
+
+    def _new_agent(self, session: Session) -> Agent:
+        """The factory's agent on `session`; for a model that cannot run, one that never sends.
+
+        The chat still opens (to read the session, run commands, resume another), and says why
+        nothing can be sent; no stand-in model answers in the configured one's place.
+        """
+        from dsh_host.agent.agent import Agent
+        from dsh_host.models.registry import ModelUnavailable
+
+        try:
+            agent = self._agent_factory(self.host, session)
+        except ModelUnavailable as exc:
+            self.model_problem = str(exc)
+            return Agent.create(self.host, session, exc.placeholder)
+        self.model_problem = None
+        return agent
 
     def _show_title(self) -> None:
         self.app.output.set_title(window_title(self.session.id, self.session.events))
@@ -339,7 +365,11 @@ class ChatUI:
 
     def _banner(self) -> RenderableType:
         features = [plugin.name for plugin in self.host.mounted]
-        return render.banner(model_label(self.agent), self.session.id, features, self.session.cwd)
+        # Sessions are mentioned through the session-reference feature; without it `@` completes files only.
+        mentionable = self.host.services.get("session_references") is not None
+        return render.banner(
+            model_label(self.agent), self.session.id, features, self.session.cwd, sessions_mentionable=mentionable
+        )
 
     # --- events -----------------------------------------------------------------------------------
 

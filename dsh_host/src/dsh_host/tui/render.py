@@ -141,8 +141,10 @@ def card(text: str) -> RenderableType:
     return _block(Text(text, style=CARD_STYLE))
 
 
-def banner(model: str, session_id: str, features: Sequence[str], cwd: str | None) -> RenderableType:
-    """The greeting: model, session and mounted features."""
+def banner(
+    model: str, session_id: str, features: Sequence[str], cwd: str | None, *, sessions_mentionable: bool = False
+) -> RenderableType:
+    """The greeting: model, session and mounted features, and what `@` completes (sessions too, when mentionable)."""
     title = Text.assemble(("DSH", "bold bright_blue"), " ", ("chat", "bold"))
     details = Text(
         "  •  ".join(
@@ -155,8 +157,8 @@ def banner(model: str, session_id: str, features: Sequence[str], cwd: str | None
         style="dim",
     )
     hint = Text(
-        f"{display_inline_text(cwd or '(no cwd)')}  ·  /help for commands  ·  @ mentions files"
-        "  ·  Ctrl+C twice to exit",
+        f"{display_inline_text(cwd or '(no cwd)')}  ·  /help for commands"
+        f"  ·  @ mentions files{' and sessions' if sessions_mentionable else ''}  ·  Ctrl+C twice to exit",
         style=NOTICE_STYLE,
     )
     return _block(Group(title, details, hint))

@@ -63,6 +63,7 @@ class Submitter:
 
     `submit()` runs a command at once; a message is composed first, and sent (or, when a turn
     is running once composing is done, steered: `on_steered` is told) when that succeeds.
+    While `refusal()` gives a reason, no message is composed or sent: the reason is shown.
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class Submitter:
         notify_error: Callable[[str], None],
         on_change: Callable[[], None] = lambda: None,
         on_steered: Callable[[Steered], None] = lambda steered: None,
+        refusal: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._editor = editor
         self._agent = agent
@@ -81,6 +83,7 @@ class Submitter:
         self._notify_error = notify_error
         self._on_change = on_change
         self._on_steered = on_steered
+        self._refusal = refusal
         self._pending: _Pending | None = None
         self._disposed = False
 
@@ -96,12 +99,18 @@ class Submitter:
         text = js_trim(value)
         if not text:
             return None
-        self._editor.text = ""
         # A command is recognised on the raw value: "  /help" is an ordinary message.
         if value.startswith("/"):
+            self._editor.text = ""
             self._editor.add_history(text)
             self._run_command(text)
             return None
+        refused = self._refusal()
+        if refused is not None:
+            # Nothing is sent and the text stays in the editor, to send once it can be.
+            self._notify_error(f"Message not sent: {refused}")
+            return None
+        self._editor.text = ""
         agent = self._agent()
         if agent.status == "disposed":
             self._notify_error(f'Agent "{agent_id(agent)}" is disposed.')

@@ -18,11 +18,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from dsh_host.files import PRIVATE_FILE_MODE, private_folder
 from dsh_host.session.events import Event, SessionHeader
 from dsh_host.store.base import SessionBusy, StoreError
 from dsh_host.store.codec import encode
@@ -148,25 +150,28 @@ def _try_lock(folder: Path, path: str) -> int | None:
         except BlockingIOError:
             os.close(fd)
             return None
-        if _names(path, fd):
+        mine = os.fstat(fd)
+        if _names(path, mine):
+            if stat.S_IMODE(mine.st_mode) != PRIVATE_FILE_MODE:
+                # Made under a umask that took the owner's own bits: the next driver must open it too.
+                os.fchmod(fd, PRIVATE_FILE_MODE)
             return fd
         os.close(fd)  # its holder removed the file before we locked it: lock the one there now
 
 
 def _make_folder(folder: Path) -> None:
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        private_folder(folder)
     except OSError as exc:
         raise StoreError(f"cannot create the session lock folder {folder}: {exc.strerror or exc}") from None
 
 
-def _names(path: str, fd: int) -> bool:
-    """Whether `path` still names the file `fd` is open on."""
+def _names(path: str, mine: os.stat_result) -> bool:
+    """Whether `path` still names the file whose status is `mine` (the one we hold open)."""
     try:
         at_path = os.stat(path)
     except FileNotFoundError:
         return False
-    mine = os.fstat(fd)
     return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
 
 

@@ -10,11 +10,11 @@ whole.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dsh_host.files import private_file
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
@@ -73,14 +73,11 @@ Progress = Callable[[int, int], None]
 
 
 def create_file(path: Path) -> bool:
-    """Create the database file exclusively with mode 0600 (directory 0700); False if it exists."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
+    """Create the database file exclusively with mode 0600 (its folders 0700); False if it exists.
+
+    SQLite then gives its -wal and -shm files the database's mode.
+    """
+    return private_file(path)
 
 
 def check_magic(path: Path) -> None:

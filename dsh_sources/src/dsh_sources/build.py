@@ -1,0 +1,232 @@
+"""Building a source's index: list the agent's files, read what changed, commit in batches.
+
+One build per source and data dir runs at a time: a process that cannot take the build's lock
+file answers from what the running build has committed and never waits for it. Within a
+process the sources of one data dir build one after another. Files read from their start are
+parsed in worker processes when there is enough to read (parsing holds the GIL; the builder's
+process writes the index meanwhile); files that grew are read on in the builder's thread, since
+they need what the index holds. What is read is committed every few files or megabytes, so a
+build that is interrupted keeps what it finished and the next one goes on from there; a cancel
+stops it between files (worker processes are ended).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dsh_host.files import private_file
+from dsh_host.sources import IndexProgress
+from dsh_sources.index import FileEntry, FileRead, SourceIndex
+from dsh_sources.lines import ReadCancelled
+from dsh_sources.reading import read_file, unchanged
+from dsh_sources.transcript import TranscriptFormat
+
+POOL_BYTES = 32 * 1024 * 1024
+"""Files read from their start are parsed in worker processes when they hold more than this in all."""
+BATCH_FILES = 256
+BATCH_BYTES = 64 * 1024 * 1024
+BATCH_SECONDS = 0.5
+_SLOTS: dict[Path, threading.Lock] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def _slot(index: Path) -> threading.Lock:
+    with _SLOTS_LOCK:
+        return _SLOTS.setdefault(index, threading.Lock())
+
+
+@dataclass(frozen=True)
+class _Task:
+    path: str
+    info: os.stat_result
+    entry: FileEntry | None
+    grows: bool
+    """Whether the file may be read on from its entry (else it is read from its start)."""
+
+    @property
+    def cost(self) -> int:
+        return self.info.st_size - self.entry.offset if self.grows and self.entry is not None else self.info.st_size
+
+
+class BuildLock:
+    """The lock file that makes one process the builder of a source's index."""
+
+    def __init__(self, path: Path) -> None:
+        private_file(path)
+        self._path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock if no other process holds it (never waits)."""
+        fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _read_fresh(task: tuple[TranscriptFormat, str]) -> FileRead | str:
+    """A worker's read of one file from its start (its path when it cannot be read now)."""
+    fmt, path = task
+    try:
+        return read_file(fmt, path, None, None)
+    except OSError:
+        return path
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+class Builder:
+    """Builds one source's index (see the module's docstring); `progress` says how far it is."""
+
+    def __init__(self, name: str, fmt: TranscriptFormat, index: SourceIndex) -> None:
+        self.name = name
+        self.format = fmt
+        self.index = index
+        self.progress = IndexProgress()
+        self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
+
+    def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
+        """Build now; False when another process is the builder (nothing was done)."""
+        with _slot(self.index.path):
+            if not self._lock.acquire():
+                return False
+            try:
+                self._build(cancel, report)
+            finally:
+                self._lock.release()
+        return True
+
+    def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
+        listed: dict[str, os.stat_result] = {}
+        for path in self.format.files():
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                listed[path] = info
+        known = self.index.files()
+        gone = [path for path in known if path not in listed]
+        if gone:
+            self.index.forget(gone)
+        tasks = [
+            _Task(path, info, entry, entry is not None and (info.st_dev, info.st_ino) == (entry.dev, entry.ino))
+            for path, info in listed.items()
+            for entry in (known.get(path),)
+            if entry is None or not unchanged(entry, info)
+        ]
+        self.progress = IndexProgress(0, len(tasks), 0, sum(task.cost for task in tasks), True, False)
+        self._tell(report)
+        grown = [task for task in tasks if task.grows]
+        fresh = sorted((task for task in tasks if not task.grows), key=lambda task: -task.cost)
+        batch = _Batch(self, report)
+        for task in grown:
+            if cancel.is_set():
+                return self._stop(batch, report)
+            with contextlib.suppress(OSError, ReadCancelled):
+                batch.add(read_file(self.format, task.path, task.entry, self.index, cancel), task.cost)
+        try:
+            for read, task in self._fresh_reads(fresh, cancel):
+                if cancel.is_set():
+                    return self._stop(batch, report)
+                batch.add(read, task.cost)
+        except ReadCancelled:
+            return self._stop(batch, report)
+        batch.flush()
+        self.progress = replace(self.progress, building=False, complete=True)
+        self._tell(report)
+
+    def _fresh_reads(self, tasks: list[_Task], cancel: threading.Event) -> Iterator[tuple[FileRead, _Task]]:
+        if sum(task.cost for task in tasks) < POOL_BYTES or (os.cpu_count() or 1) < 2 or len(tasks) < 2:
+            for task in tasks:
+                with contextlib.suppress(OSError):
+                    yield read_file(self.format, task.path, None, None, cancel), task
+            return
+        by_path = {task.path: task for task in tasks}
+        workers = min(2, os.cpu_count() or 1)
+        pool = _pool_context().Pool(workers)
+        try:
+            for result in pool.imap_unordered(_read_fresh, [(self.format, task.path) for task in tasks], chunksize=1):
+                if cancel.is_set():
+                    return
+                if isinstance(result, FileRead):
+                    yield result, by_path[result.path]
+            pool.close()
+        finally:
+            pool.terminate()
+            pool.join()
+
+    def _stop(self, batch: _Batch, report: Callable[[IndexProgress], None]) -> None:
+        with contextlib.suppress(Exception):
+            batch.flush()
+        self.progress = replace(self.progress, building=False)
+        self._tell(report)
+
+    def _tell(self, report: Callable[[IndexProgress], None]) -> None:
+        with contextlib.suppress(Exception):
+            self.index.record_build(self.progress)
+        report(self.progress)
+
+
+class _Batch:
+    """Reads waiting to be committed together."""
+
+    def __init__(self, builder: Builder, report: Callable[[IndexProgress], None]) -> None:
+        self._builder = builder
+        self._report = report
+        self._reads: list[FileRead] = []
+        self._bytes = 0
+        self._cost = 0
+        self._started = time.monotonic()
+
+    def add(self, read: FileRead, cost: int) -> None:
+        self._reads.append(read)
+        self._bytes += read.offset
+        self._cost += cost
+        if (
+            len(self._reads) >= BATCH_FILES
+            or self._bytes >= BATCH_BYTES
+            or time.monotonic() - self._started >= BATCH_SECONDS
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        builder = self._builder
+        if self._reads:
+            stale = builder.index.put(self._reads)
+            retried = []
+            for path in stale:
+                with contextlib.suppress(OSError):
+                    retried.append(read_file(builder.format, path, builder.index.file(path), builder.index))
+            if retried:
+                builder.index.put(retried)
+            progress = builder.progress
+            builder.progress = replace(
+                progress,
+                files_done=progress.files_done + len(self._reads),
+                bytes_done=min(progress.bytes_total, progress.bytes_done + self._cost),
+            )
+            builder._tell(self._report)
+        self._reads, self._bytes, self._cost = [], 0, 0
+        self._started = time.monotonic()

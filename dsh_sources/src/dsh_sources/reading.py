@@ -1,0 +1,146 @@
+"""Reading one file: from its start, or on from where the index stopped when the file only grew.
+
+A file's entry holds its identity (device and inode), the size and mtime it had, how far it was
+read and fingerprints of its first bytes and of the bytes just before that offset. A file whose
+size and mtime are unchanged is not opened. One that changed is read on from the offset when its
+identity and both fingerprints still match and it is not shorter than the offset: it grew. Any
+other change (replaced, truncated, rewritten where the fingerprints look) reads it from the start.
+A rewrite that keeps the size-independent fingerprints, changing only bytes between the head and
+the last few kilobytes before the offset, is not seen: agents append and do not rewrite in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import TYPE_CHECKING, BinaryIO
+
+from dsh_sources.index import FileEntry, FileRead, NothingStored, SourceIndex
+from dsh_sources.lines import JsonLines
+from dsh_sources.transcript import Reread, Stored, Transcript, TranscriptFormat
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+
+FINGERPRINT_BYTES = 4096
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _window(fd: int, start: int, length: int) -> bytes:
+    return os.pread(fd, length, start) if length > 0 else b""
+
+
+def unchanged(entry: FileEntry, info: os.stat_result) -> bool:
+    """Whether the file is as the index last saw it (nothing to read)."""
+    return (
+        (info.st_dev, info.st_ino) == (entry.dev, entry.ino)
+        and info.st_size == entry.size
+        and info.st_mtime_ns == entry.mtime_ns
+    )
+
+
+def grew(entry: FileEntry, fd: int, info: os.stat_result) -> bool:
+    """Whether the open file is the entry's file with bytes only added after the offset."""
+    if (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size < entry.offset:
+        return False
+    head = _window(fd, 0, entry.head_len)
+    tail_start = max(0, entry.offset - FINGERPRINT_BYTES)
+    tail = _window(fd, tail_start, entry.offset - tail_start)
+    return _digest(head) == entry.head and _digest(tail) == entry.tail
+
+
+def read_file(
+    fmt: TranscriptFormat,
+    path: str,
+    entry: FileEntry | None,
+    index: SourceIndex | None,
+    cancel: threading.Event | None = None,
+) -> FileRead:
+    """Read `path` on from `entry` when it only grew (with `index` giving what is stored), else from its start.
+
+    OSError when the file cannot be opened or read; `lines.ReadCancelled` when `cancel` is set.
+    """
+    with open(path, "rb") as file:
+        fd = file.fileno()
+        info = os.fstat(fd)
+        state: Json | None = None
+        stored: Stored = NothingStored()
+        offset = 0
+        if entry is not None and index is not None and grew(entry, fd, info):
+            state, stored, offset = index.state(entry.pk), index.stored(entry.pk), entry.offset
+        try:
+            return _read(fmt, path, file, info, entry, state, stored, offset, cancel)
+        except Reread:
+            return _read(fmt, path, file, info, entry, None, NothingStored(), 0, cancel)
+
+
+def _read(
+    fmt: TranscriptFormat,
+    path: str,
+    file: BinaryIO,
+    info: os.stat_result,
+    entry: FileEntry | None,
+    state: Json | None,
+    stored: Stored,
+    offset: int,
+    cancel: threading.Event | None,
+) -> FileRead:
+    fd = file.fileno()
+    file.seek(offset)
+    projector = fmt.projector(path, state, stored)
+    lines = JsonLines(file, cancel=cancel)
+    for record in lines:
+        projector.feed(record)
+    update = projector.finish()
+    end = offset + lines.consumed
+    head_len = min(FINGERPRINT_BYTES, end)
+    tail_start = max(0, end - FINGERPRINT_BYTES)
+    fresh = state is None
+    skipped, oversized = (0, 0) if fresh or entry is None else (entry.skipped, entry.oversized)
+    return FileRead(
+        path=path,
+        dev=info.st_dev,
+        ino=info.st_ino,
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        offset=end,
+        head_len=head_len,
+        head=_digest(_window(fd, 0, head_len)),
+        tail=_digest(_window(fd, tail_start, end - tail_start)),
+        fresh=fresh,
+        skipped=skipped + lines.skipped,
+        oversized=oversized + lines.oversized,
+        unfinished=lines.unfinished,
+        update=update,
+        generation=None if entry is None else entry.generation,
+    )
+
+
+def read_whole(fmt: TranscriptFormat, path: str) -> Transcript | None:
+    """The whole file projected at once, without an index (None when it holds no session; OSError if unreadable).
+
+    A last line without its newline counts as skipped, as `dsh sessions check` reports it.
+    """
+    with open(path, "rb") as file:
+        projector = fmt.projector(path, None, NothingStored())
+        lines = JsonLines(file)
+        for record in lines:
+            projector.feed(record)
+    update = projector.finish()
+    facts = update.facts
+    if facts is None:
+        return None
+    return Transcript(
+        agent_id=facts.agent_id,
+        cwd=facts.cwd,
+        created_at=facts.created_at,
+        updated_at=facts.updated_at,
+        title=facts.title,
+        messages=tuple(said.message for said in update.tail),
+        skipped=lines.skipped + int(lines.unfinished),
+        oversized=lines.oversized,
+    )
