@@ -62,8 +62,8 @@ class SourceIndexes:
     async def unfinished(self, wait: float) -> dict[str, IndexProgress]:
         """The progress of the builds still unfinished after waiting up to `wait` seconds for them, by source.
 
-        Empty when every index is complete. Only a build that is running is waited for; the wait
-        ends as soon as none is left.
+        Empty when every index is complete; the wait ends as soon as they all are. (A build just
+        started may not say it is running yet: an unfinished index is waited for either way.)
         """
         self.start()
         assert self._starting is not None
@@ -77,7 +77,7 @@ class SourceIndexes:
             return {}
         while True:
             progress = await asyncio.to_thread(_progress_of, indexed)
-            if not any(state.building for state in progress.values()) or loop.time() >= deadline:
+            if not progress or loop.time() >= deadline:
                 return progress
             await asyncio.sleep(min(POLL_SECONDS, max(deadline - loop.time(), 0)))
 
