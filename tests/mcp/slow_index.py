@@ -4,7 +4,8 @@ The documented notes source (`examples/notes_source.py`) with an index: its buil
 first note at once, then waits until the test opens the FIFO `[sources.notes] release`
 for writing, and indexes the rest. Listings and searches see only indexed notes; a read reads
 the note itself, indexed or not. The build runs on a non-daemon thread that only the release
-or `close` ends, so a process that exits promptly while it waits has closed its sources.
+or `close` ends, so a process that exits promptly while it waits has closed its sources. With
+`hang_on_close = true`, `close` waits for the release too: a build that does not cancel.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ NAME = "notes"
 class SlowIndexSource(NotesSource):
     """Notes whose index is built by a background build the test releases."""
 
-    def __init__(self, folder: Path, release: Path) -> None:
+    def __init__(self, folder: Path, release: Path, *, hang_on_close: bool = False) -> None:
         super().__init__(folder)
         self._release = release
+        self._hang_on_close = hang_on_close
         self._files = sorted(folder.glob("*.md"))
         self._indexed: set[str] = set()
         self._go = threading.Event()
@@ -76,8 +78,9 @@ class SlowIndexSource(NotesSource):
         return [row for row in super().search_candidates(query, **kwargs) if self._is_indexed(row.id)]
 
     def close(self) -> None:
-        self._cancelled = True
-        self._go.set()
+        if not self._hang_on_close:
+            self._cancelled = True
+            self._go.set()
         if self._build is not None:
             self._build.join()
 
@@ -85,6 +88,8 @@ class SlowIndexSource(NotesSource):
 @hookimpl
 def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
     def open_source(host: Host, table: dict[str, Any]) -> SlowIndexSource:
-        return SlowIndexSource(Path(table["dir"]), Path(table["release"]))
+        return SlowIndexSource(
+            Path(table["dir"]), Path(table["release"]), hang_on_close=table.get("hang_on_close", False)
+        )
 
     register(NAME, open_source)

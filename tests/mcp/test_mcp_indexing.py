@@ -20,8 +20,7 @@ NOTES = {"a.md": "Walrus parser plans\nParse the walrus logs.\n", "b.md": "Walru
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def indexing(tmp_path: Path) -> tuple[dict[str, str], Path]:
+def _mount(tmp_path: Path, *, hang_on_close: bool = False) -> tuple[dict[str, str], Path]:
     """The environment of a `dsh mcp` mounting the slow-indexing notes source, and its release FIFO."""
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -37,11 +36,17 @@ def indexing(tmp_path: Path) -> tuple[dict[str, str], Path]:
     config = tmp_path / "dsh.toml"
     config.write_text(
         '[host]\nplugins = ["session-reference", "mcp", "notes"]\n'
-        f"[sources.notes]\ndir = {str(notes)!r}\nrelease = {str(release)!r}\n",
+        f"[sources.notes]\ndir = {str(notes)!r}\nrelease = {str(release)!r}\n"
+        f"hang_on_close = {str(hang_on_close).lower()}\n",
         encoding="utf-8",
     )
     path = os.pathsep.join(filter(None, [str(site), str(REPOSITORY), os.environ.get("PYTHONPATH")]))
     return {"DSH_CONFIG": str(config), "DSH_HOME": str(tmp_path / "data"), "PYTHONPATH": path}, release
+
+
+@pytest.fixture
+def indexing(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    return _mount(tmp_path)
 
 
 def _search(mcp: McpProcess, request_id: int, query: str) -> tuple[dict, float]:
@@ -99,3 +104,16 @@ def test_the_end_mid_build_cancels_it_and_exits_0_within_2_s(tmp_path, indexing,
     code, rest, err = mcp.finish()  # the build's thread ends only when the host closes the source
     assert time.monotonic() - started < 2.0
     assert (code, rest, err) == (0, [], "")
+
+
+def test_a_build_that_does_not_cancel_does_not_hold_up_the_end(tmp_path):
+    env, _ = _mount(tmp_path, hang_on_close=True)
+    mcp = McpProcess(tmp_path, **env)
+    mcp.initialize()
+    partial, _ = _search(mcp, 1, "walrus")
+    assert "indexing" in partial["structuredContent"]
+    started = time.monotonic()
+    code, rest, err = mcp.finish()
+    assert time.monotonic() - started < 2.0
+    assert (code, rest) == (0, [])
+    assert err.splitlines() == ["dsh: warning: mcp: leaving a store read or an index build unfinished"]

@@ -2,9 +2,10 @@
 
 From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`);
 logs go to stderr (dsh's one line each; the SDK's, warnings and up, as the SDK formats them).
-The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), and a store read
-that still blocks a worker thread after that (a database that stopped answering) does not keep
-the process alive.
+The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), then the sources
+are closed, which cancels their index builds; a store read that still blocks a worker thread
+after that (a database that stopped answering), or a source whose close does not return (a
+build slow to cancel), does not keep the process alive.
 
 Registering the command (every dsh run) loads none of this: the command's body imports the
 event loop, the catalog (session query, the store) and the SDK.
@@ -25,7 +26,7 @@ from dsh_host.cli.protocol_stdio import check_transport, stdout_to_stderr
 from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Iterator
+    from collections.abc import Awaitable, Callable, Iterator
 
     from mcp.server import Server
 
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("dsh.mcp")
 
 THREADS_GRACE_SECONDS = 0.4
-"""How long the end waits for worker threads (store reads) after the calls were cancelled."""
+"""How long the end waits for worker threads (store reads) and the sources' close (their index
+builds cancelled) after the calls were cancelled."""
 SDK_MISSING = "dsh mcp needs the MCP SDK: pip install 'dsh-host[mcp]'"
 NO_SNAPSHOTS = (
     "dsh mcp needs session snapshots, which no mounted plugin provides: "
@@ -65,11 +67,12 @@ def mcp(host: Host) -> None:
         catalog = session_catalog(host)
         server = build_server(catalog, version=__version__)
     with stdout_to_stderr() as protocol_out:
-        if not _run_bounded(_serve(catalog, server, protocol_out)):
+        if not _run_bounded(_serve(catalog, server, protocol_out), then=host.sources.close):
             # A worker thread is still blocked in a store read whose call was cancelled (a
-            # database that stopped answering): waiting for it would hold the client's shutdown
-            # hostage, so the process ends here, the store closed first.
-            log.warning("mcp: leaving a store read unfinished")
+            # database that stopped answering), or a source is still cancelling its index build:
+            # waiting for it would hold the client's shutdown hostage, so the process ends here,
+            # the store closed first.
+            log.warning("mcp: leaving a store read or an index build unfinished")
             with contextlib.suppress(Exception):
                 host.close()
             sys.stderr.flush()
@@ -120,11 +123,12 @@ async def _serve(catalog: SessionCatalog, server: Server, protocol_out: IO[bytes
         await serve_stdio(server, reader, writer, stop=stop)
 
 
-def _run_bounded(main: Awaitable[None]) -> bool:
-    """Run `main` on a new event loop; False when its worker threads do not all end soon after.
+def _run_bounded(main: Awaitable[None], *, then: Callable[[], None]) -> bool:
+    """Run `main` on a new event loop, then `then()` once its worker threads ended; False when
+    they and `then` are not all done within `THREADS_GRACE_SECONDS` of the loop's end.
 
-    As `asyncio.run`, except that the worker threads (store reads) are waited for at most
-    `THREADS_GRACE_SECONDS`, not for as long as they run.
+    As `asyncio.run`, except that the worker threads (store reads) are not waited for as long
+    as they run.
     """
     import asyncio
     import threading
@@ -145,8 +149,13 @@ def _run_bounded(main: Awaitable[None]) -> bool:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-    # A daemon thread waits for the workers, so this one can stop waiting.
-    waiting = threading.Thread(target=workers.shutdown, name="dsh-mcp-shutdown", daemon=True)
+
+    def end() -> None:
+        workers.shutdown()
+        then()
+
+    # A daemon thread waits for the workers and runs `then`, so this one can stop waiting.
+    waiting = threading.Thread(target=end, name="dsh-mcp-shutdown", daemon=True)
     waiting.start()
     waiting.join(THREADS_GRACE_SECONDS)
     return not waiting.is_alive()
