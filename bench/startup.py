@@ -50,8 +50,9 @@ IMPORTTIME_RUNS = 3
 SESSIONS = 100
 FLOOR = Path(__file__).with_name("startup_floor.py")
 ANSWER_TIMEOUT = 120.0
-MCP_TARGET = 1.15
-"""`dsh mcp`'s spawn-to-initialize-answer over its floor: what dsh adds to the SDK's own start-up."""
+MCP_TARGET = 1.25
+"""`dsh mcp`'s spawn-to-initialize-answer over its floor: what dsh adds to loading its SDK (its
+host and plugins, the catalog, the tools' schemas, the handshake) is at most a quarter of it."""
 
 
 @dataclass(frozen=True)
