@@ -98,7 +98,7 @@ def _collector_paused() -> Iterator[None]:
 
     The block loads the SDK and builds the server: hundreds of thousands of objects (the SDK's
     schema models above all) that live as long as the process. Collections while they are made
-    find nothing to free (they took a sixth of the start-up), and frozen, no collection a call
+    find nothing to free (they took about a tenth of the start-up), and frozen, no collection a call
     triggers walks them again.
     """
     enabled = gc.isenabled()
