@@ -1,241 +1,422 @@
-"""Session-source benchmarks: another agent's big transcript, and thousands of them, read in place.
+"""Session-source benchmarks at the sizes heavy users keep: gigabytes of other agents' sessions.
 
-Every file is generated here in Claude Code's format (chain records, one record per content
-block of a streamed reply, tool results as user records); most of a long session's bytes are
-tool output, as in real ones.
+The corpus is written once per run by `bench.corpus` (format-faithful Claude Code transcripts
+and Codex rollouts made from synthesized records; most bytes are tool output): about
+`DSH_BENCH_SOURCES_GB` GB (default 2; 0.1 for a quick run), 55 % Claude Code and 45 % Codex, one
+Claude Code transcript of a quarter of it (500 MB at 2 GB, records under 8 MB, a few of several
+MB), one Codex rollout of 17.5 % (350 MB), and 5,000 small sessions per GB (10,000 at 2 GB).
+The sources are driven through the public API only: a host mounting `claude-code` and `codex` on
+the corpus. A build is `build_index()` where the source is a `dsh_host.sources.IndexedSource`,
+else a listing (which refreshes the index). `DSH_BENCH_SOURCES_ROUNDS` (default 3) sets the
+rounds of the costly figures.
 
-- `sources_read_surface_50mb`: the `claude-code` source's `read_surface` of a 50 MB transcript
-  (1,060 turns of a prompt, a reply streamed as thinking, text and tool-use records, a ~22 KB
-  tool result and a closing reply) against a bare loop that reads the file and `json.loads`
-  every line. Goal <= 1.5.
-- `sources_candidates_5k_warm`: `list_candidates` with a query over 5,000 small transcripts
-  through the session-reference service, the source's index warm, against `list_candidates`
-  with the same query over 5,000 stored dsh sessions of the same conversations. Goal <= 1.5.
-- `sources_candidates_5k_cold`: the same search on a first run (empty index: every file is
-  read, projected and indexed) against reading every file once and `json.loads`-ing every line
-  (report).
-- `sources_freshness_check_5k`: a full freshness check of the warm index (every file listed
-  and stat-ed, none changed), which a listing always does and a search does when the last one is
-  over a second old, against a bare `os.stat` of each file (report).
-- `sources_read_50mb_peak_rss`: peak resident memory of a process that imports the source and
-  reads the 50 MB transcript's surface, against one that only imports it (report, MB).
+- `sources_cold_build_2gb`: a cold build of both sources' indexes (a fresh data dir each round,
+  in a child process) against the bare loop (a child process that reads every corpus file and
+  decodes every line with the JSON decoder the sources use), page cache warm, alternating
+  rounds; each side times its own work (interpreter start-up and imports left out). Goal <= 1.0.
+  The note gives the build process's CPU seconds over its wall seconds (its child processes
+  included): above 1 when it uses both cores.
+- `sources_cold_build_peak_rss`: the cold build's peak RSS summed over its process tree (sampled
+  every 10 ms), in MB, beside the bare loop's. Absolute goal <= 150 MB.
+- `sources_cold_build_rss_doubling`: the same peak with the largest file twice as long against
+  the peak of the corpus as it is. Goal <= 1.10 (memory bounded by the largest record, not file).
+- `mcp_first_search_cold_home`: `dsh mcp` on a home of the corpus with an empty index (fresh
+  DSH_HOME): seconds from sending `search_sessions` to its answer, beside a second search right
+  after. Absolute goal <= 5 s.
+- `sources_list_10k_warm`: the query service's `list_sessions` over the corpus's sessions, index
+  warm, against the same over a store holding the same conversations (imported from the
+  sources' `read_events`). Goal <= 1.5.
+- `sources_search_10k_warm`: the query service's `search_candidates` of a topic about 1 session
+  in 50 is about, likewise. Goal <= 1.5.
+- `sources_read_surface_500mb_warm`: `read_surface` of the big transcript, index warm, against
+  the store's `read_surface` of the same surface imported. Goal <= 1.5.
+- `sources_read_surface_500mb_bytes_read`: the bytes this process read (`rchar` of
+  /proc/self/io) during one such warm read, in MB: an upper bound of what was read of the
+  transcript, since it counts the index's reads too. Absolute goal < 4 MB.
+- `sources_read_surface_codex_350mb_warm` and `sources_read_surface_codex_350mb_bytes_read`: the
+  same two for the big Codex rollout (350 MB at 2 GB). Goals <= 1.5 and < 4 MB.
+- `sources_read_surface_after_append_1mb`: each round appends a fresh 1 MB of turns chained onto
+  the big transcript's last record, then `read_surface` (which must see them) against the
+  warm read plus a cold read of a separate 1 MB transcript (a fresh host and data dir). Goal
+  <= 1.3.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import os
+import queue
+import shutil
 import subprocess
 import sys
+import threading
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from bench.timing import Figure, interleaved
-from dsh_host import Config, Host, SessionHeader
-from dsh_host.session.events import Event
+import orjson
 
-TURNS_50MB = 1_060
-TOOL_OUTPUT = ("drwxr-xr-x  5 user staff   160 Jan  1 00:00 src/parser.py exit=0 \n" * 340)[:22_000]
-FILES_5K = 5_000
-QUERY = "rollout parser"
-CWD = "/work/project"
+from bench.corpus import (
+    PLANTED_PHRASE,
+    SEARCH_TOPIC,
+    Corpus,
+    SessionFile,
+    append_claude,
+    double_largest,
+    generate,
+    write_claude_session,
+)
+from bench.process_tree import Run, run_measured
+from bench.source_build import SOURCES, config_mapping
+from bench.timing import Figure, Timing, best_of, interleaved
+from dsh_host import Config, Event, Host, SurfaceSnapshot
 
-
-def _record(kind: str, parent: str | None, uid: str, when: int, message: dict, **extra: object) -> str:
-    record = {
-        "parentUuid": parent,
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": CWD,
-        "sessionId": "bench",
-        "version": "2.1.3",
-        "gitBranch": "main",
-        "type": kind,
-        "message": message,
-        "uuid": uid,
-        "timestamp": f"2026-01-01T00:{when // 60 % 60:02d}:{when % 60:02d}.000Z",
-        **extra,
-    }
-    return json.dumps(record, separators=(",", ":")) + "\n"
+GB = float(os.environ.get("DSH_BENCH_SOURCES_GB", "2"))
+ROUNDS = int(os.environ.get("DSH_BENCH_SOURCES_ROUNDS", "3"))
+ROOT = Path(__file__).resolve().parents[1]
+MCP_TIMEOUT = 1800.0
+INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+APPEND_BYTES = 1_000_000
 
 
-def transcript_lines(turns: int, prompt: str, answer: str, tool_output: str) -> Iterator[str]:
-    """A Claude Code session of `turns` tool-using turns."""
-    parent = None
-    for turn in range(turns):
-        uid = f"u{turn}-0"
-        yield _record("user", parent, uid, turn, {"role": "user", "content": f"{prompt} {turn}"})
-        parent, message_id = uid, f"msg_{turn}"
-        for n, block in enumerate(
-            (
-                {"type": "thinking", "thinking": "Let me look at the files first.", "signature": "c2ln"},
-                {"type": "text", "text": f"{answer} (step {turn})"},
-                {"type": "tool_use", "id": f"toolu_{turn}", "name": "Bash", "input": {"command": "ls -la"}},
-            ),
-            1,
-        ):
-            uid = f"u{turn}-{n}"
-            message = {"id": message_id, "role": "assistant", "model": "claude-sonnet-4-5", "content": [block]}
-            yield _record("assistant", parent, uid, turn, message, requestId=f"req_{turn}")
-            parent = uid
-        uid = f"u{turn}-4"
-        result = [{"tool_use_id": f"toolu_{turn}", "type": "tool_result", "content": tool_output}]
-        yield _record(
-            "user", parent, uid, turn, {"role": "user", "content": result}, toolUseResult={"stdout": tool_output}
-        )
-        parent = uid
-        uid = f"u{turn}-5"
-        message = {
-            "id": f"msg_{turn}b",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": "Done."}],
-        }
-        yield _record("assistant", parent, uid, turn, message)
-        parent = uid
+def _child(*argv: str) -> tuple[Run, dict[str, Any]]:
+    run = run_measured([sys.executable, "-m", "bench.source_build", *argv], cwd=ROOT)
+    return run, orjson.loads(run.stdout)
 
 
-def _project(base: Path) -> Path:
-    folder = base / "projects" / CWD.replace("/", "-")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _write(path: Path, lines: Iterator[str]) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        out.writelines(lines)
-
-
-def _bare_read(paths: list[Path]) -> None:
-    loads = json.loads
-    for path in paths:
-        with path.open("rb") as file:
-            for line in file:
-                loads(line)
-
-
-def _host(data: Path, claude: Path | None) -> Host:
-    plugins = ["session-reference"] + (["claude-code"] if claude is not None else [])
-    mapping: dict = {"host": {"plugins": plugins, "data_dir": str(data)}}
-    if claude is not None:
-        mapping["sources"] = {"claude-code": {"dir": str(claude)}}
+def _start(mapping: dict[str, object]) -> Host:
     return Host.start(Config.from_mapping(mapping))
 
 
-def _small(index: int) -> Iterator[str]:
-    topic = "rollout parser" if index % 50 == 0 else "database migration"
-    return transcript_lines(5, f"question {index} about the {topic}", f"answer {index} on the {topic}", "total 0\n")
+def _source_host(data_dir: Path, corpus: Corpus) -> Host:
+    return _start(config_mapping(str(data_dir), corpus.claude_dir, corpus.codex_dir))
+
+
+def _cold_build(data: Path, corpus: Corpus) -> tuple[Run, float]:
+    """A cold build of both indexes into the empty `data`: the measured child and the seconds it reports."""
+    run, result = _child("build", str(data), corpus.claude_dir, corpus.codex_dir)
+    assert result["sessions"] == corpus.files, (result, corpus.files)
+    return run, float(result["seconds"])
+
+
+def build_figures(tmp: Path, corpus: Corpus) -> tuple[list[Figure], Path]:
+    """The cold-build figures, and the data dir the last build left (a warm index)."""
+    bare_seconds: list[float] = []
+    bare_runs: list[Run] = []
+    build_seconds: list[float] = []
+    build_runs: list[Run] = []
+    data = tmp / "build"
+    for _ in range(ROUNDS):
+        run, result = _child("bare", corpus.root)
+        bare_runs.append(run)
+        bare_seconds.append(result["seconds"])
+        if data.exists():
+            shutil.rmtree(data)
+        run, seconds = _cold_build(data, corpus)
+        build_runs.append(run)
+        build_seconds.append(seconds)
+    size = f"{corpus.bytes / 1e9:.2f} GB in {corpus.files} files"
+    cpu = max(run.cpu / run.wall for run in build_runs)
+    bare_cpu = max(run.cpu / run.wall for run in bare_runs)
+    peak = max(run.peak_mb for run in build_runs)
+    written = corpus.bytes / 1e6 / corpus.seconds
+    largest = f"largest file {corpus.big_claude.bytes / 1e6:.0f} MB"
+    figures = [
+        Figure.timed(
+            "sources_cold_build_2gb",
+            Timing(tuple(build_seconds)),
+            Timing(tuple(bare_seconds)),
+            target=1.0,
+            note=(
+                f"cold build of both indexes over {size} vs reading and decoding every line once; build "
+                f"CPU/wall {cpu:.2f} (bare loop {bare_cpu:.2f}); corpus written at {written:.0f} MB/s"
+            ),
+        ),
+        Figure(
+            "sources_cold_build_peak_rss",
+            peak,
+            max(run.peak_mb for run in bare_runs),
+            unit="MB",
+            target=150.0,
+            absolute=True,
+            note=f"peak RSS over the build's process tree ({size}; {largest}) vs the bare loop's",
+        ),
+    ]
+    doubled = double_largest(corpus, tmp / "doubled")
+    doubled_run, _ = _cold_build(tmp / "build-doubled", doubled)
+    figures.append(
+        Figure(
+            "sources_cold_build_rss_doubling",
+            doubled_run.peak_mb,
+            peak,
+            unit="MB",
+            target=1.10,
+            note=f"peak RSS of the cold build with the largest file doubled ({doubled.big_claude.bytes / 1e6:.0f} MB) "
+            "vs as it is",
+        )
+    )
+    shutil.rmtree(tmp / "build-doubled")
+    shutil.rmtree(tmp / "doubled")
+    return figures, data
+
+
+class _McpClient:
+    """`dsh mcp` on pipes: one JSON-RPC line out, lines in (read by a thread) until the answer, with a deadline."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        dsh = str(Path(sys.executable).with_name("dsh"))
+        self.process = subprocess.Popen([dsh, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self._next = 0
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")
+
+    def send(self, frame: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(orjson.dumps(frame) + b"\n")
+        self.process.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next += 1
+        self.send({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
+        deadline = time.monotonic() + MCP_TIMEOUT
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"dsh mcp gave no answer to {method} in {MCP_TIMEOUT:.0f} s") from None
+            if not line:
+                raise RuntimeError(f"dsh mcp exited ({self.process.wait()}) before answering {method}")
+            answer = orjson.loads(line)
+            if answer.get("id") == self._next:
+                assert "result" in answer, answer
+                return dict(answer["result"])
+
+    def close(self) -> float:
+        """End its input and wait for it to exit (killing it after a minute); the seconds it took."""
+        assert self.process.stdin is not None
+        start = time.perf_counter()
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return time.perf_counter() - start
+
+
+def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
+    home = tmp / "mcp-home"
+    home.mkdir()
+    config = tmp / "mcp.toml"
+    config.write_text(
+        "[host]\n"
+        f"plugins = {orjson.dumps(['session-reference', 'mcp', *SOURCES]).decode()}\n"
+        f'[sources.claude-code]\ndir = "{corpus.claude_dir}"\n'
+        f'[sources.codex]\ndir = "{corpus.codex_dir}"\n'
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("DSH_") and key not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME")
+    }
+    env.update(HOME=str(home), DSH_HOME=str(tmp / "mcp-data"), DSH_CONFIG=str(config))
+    client = _McpClient(env)
+    exit_seconds = None
+    try:
+        client.call("initialize", INITIALIZE)
+        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        search = {"name": "search_sessions", "arguments": {"query": PLANTED_PHRASE, "limit": 10}}
+        start = time.perf_counter()
+        first = client.call("tools/call", search)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        second = client.call("tools/call", search)
+        warm = time.perf_counter() - start
+        exit_seconds = client.close()
+    finally:
+        if exit_seconds is None:
+            client.close()
+
+    def found(result: dict[str, Any]) -> int:
+        return len((result.get("structuredContent") or {}).get("sessions", []))
+
+    return Figure(
+        "mcp_first_search_cold_home",
+        cold,
+        warm,
+        unit="s",
+        target=5.0,
+        absolute=True,
+        note=(
+            f"dsh mcp, empty index, {corpus.bytes / 1e9:.2f} GB home: first search_sessions answered with "
+            f"{found(first)} of the {len(corpus.planted)} planted sessions; the second search right after "
+            f"found {found(second)}; it exited {exit_seconds:.1f} s after its input ended"
+        ),
+    )
+
+
+def _import_all(source_host: Host, stored: Host) -> dict[str, str]:
+    """Every source session's synthesized log imported into `stored`'s store; source id -> stored id.
+
+    Each copy ends with the `session/title` a dsh session of it would carry (the source's title),
+    so a store listing reads titles as a source listing shows them.
+    """
+    copies: dict[str, str] = {}
+    for name in SOURCES:
+        source = source_host.sources.get(name)
+        for row in source.list_sessions():
+            header, events = source.read_events(row.id)
+            if row.title is not None:
+                last = events[-1].time if events else int(header.created_at)
+                title = {"title": row.title, "source": {"kind": "fallback"}}
+                events = [*events, Event("session/title", len(events), last, title)]
+            copy = f"copy-{len(copies)}"
+            stored.store.import_log(dataclasses.replace(header, id=copy), events)
+            copies[row.id] = copy
+    return copies
+
+
+def _run(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> Callable[[], object]:
+    return lambda: loop.run_until_complete(make())
+
+
+def listing_figures(source_host: Host, stored: Host, corpus: Corpus) -> Iterator[Figure]:
+    sources, store = source_host.services.session_query, stored.services.session_query
+    loop = asyncio.new_event_loop()
+    try:
+        planted = loop.run_until_complete(
+            sources.search_candidates(PLANTED_PHRASE, target_id=None, target_cwd=None, limit=50)
+        )
+        assert {row.id for row in planted} == set(corpus.planted), planted
+        listed = loop.run_until_complete(sources.list_sessions())
+        assert len(listed) == corpus.files == len(loop.run_until_complete(store.list_sessions()))
+        list_sources, list_store = interleaved(
+            _run(loop, sources.list_sessions), _run(loop, store.list_sessions), rounds=5, repeat=3
+        )
+        yield Figure.timed(
+            "sources_list_10k_warm",
+            list_sources,
+            list_store,
+            target=1.5,
+            note=f"list_sessions of {corpus.files} source sessions (index warm) vs of {corpus.files} stored ones",
+        )
+        cwd = corpus.big_claude.cwd
+
+        def search(query: Any) -> Callable[[], object]:
+            return _run(loop, lambda: query.search_candidates(SEARCH_TOPIC, target_id=None, target_cwd=cwd, limit=50))
+
+        found = loop.run_until_complete(
+            sources.search_candidates(SEARCH_TOPIC, target_id=None, target_cwd=cwd, limit=50)
+        )
+        search_sources, search_store = interleaved(search(sources), search(store), rounds=5, repeat=3)
+        yield Figure.timed(
+            "sources_search_10k_warm",
+            search_sources,
+            search_store,
+            target=1.5,
+            note=f"search_candidates '{SEARCH_TOPIC}' ({len(found)} found) over {corpus.files} source sessions "
+            "(index warm) vs over the same stored",
+        )
+    finally:
+        loop.close()
+
+
+def _rchar() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no rchar")
+
+
+def read_figures(source_host: Host, stored: Host, big: SessionFile, copy: str, label: str) -> Iterator[Figure]:
+    """`sources_read_surface_<label>_warm` and `..._bytes_read` of one big file against its stored copy."""
+    source = source_host.sources.get(big.session_id.partition(":")[0])
+    sid = big.session_id
+    mine, theirs = source.read_surface(sid), stored.store.read_surface(copy)
+    assert mine.events == theirs.events
+    what = f"the {big.bytes / 1e6:.0f} MB {_kind(sid)}"
+    read, store = interleaved(
+        lambda: source.read_surface(sid), lambda: stored.store.read_surface(copy), rounds=5, repeat=3
+    )
+    yield Figure.timed(
+        f"sources_read_surface_{label}_warm",
+        read,
+        store,
+        target=1.5,
+        note=f"read_surface of {what} ({len(mine.events)} surface events), index warm, "
+        "vs the store's of the same surface",
+    )
+    before = _rchar()
+    source.read_surface(sid)
+    read_bytes = _rchar() - before
+    before = _rchar()
+    stored.store.read_surface(copy)
+    store_bytes = _rchar() - before
+    yield Figure(
+        f"sources_read_surface_{label}_bytes_read",
+        read_bytes / 1e6,
+        store_bytes / 1e6,
+        unit="MB",
+        target=4.0,
+        absolute=True,
+        note=f"bytes read (rchar) by one warm read_surface of {what}, index reads included "
+        "(an upper bound of what it read of the file), vs the store's read",
+    )
+
+
+def _kind(session_id: str) -> str:
+    return "transcript" if session_id.startswith("claude-code:") else "rollout"
+
+
+def append_figure(tmp: Path, source_host: Host, corpus: Corpus) -> Figure:
+    source = source_host.sources.get("claude-code")
+    sid, big = corpus.big_claude.session_id, Path(corpus.big_claude.path)
+    appended, warm, cold = [], [], []
+    empty = tmp / "empty-codex"
+    for round_ in range(ROUNDS):
+        marker = f"appended in round {round_} of the bench"
+        append_claude(big, APPEND_BYTES, marker, seed=1000 + round_)
+        read: list[SurfaceSnapshot] = []
+        appended.append(best_of(lambda: read.append(source.read_surface(sid)), repeat=1))  # noqa: B023
+        assert any(marker in str(event) for event in read[0].events), f"round {round_}'s records were not read"
+        warm.append(best_of(lambda: source.read_surface(sid), repeat=1))
+        home = tmp / f"one-mb-{round_}" / "claude"
+        other = write_claude_session(home, APPEND_BYTES, seed=2000 + round_)
+        fresh = _start(config_mapping(str(tmp / f"one-mb-data-{round_}"), str(home), str(empty)))
+        one = fresh.sources.get("claude-code")
+        cold.append(best_of(lambda: one.read_surface(other.session_id), repeat=1))  # noqa: B023
+        fresh.close()
+    return Figure.timed(
+        "sources_read_surface_after_append_1mb",
+        Timing(tuple(appended)),
+        Timing(tuple(a + b for a, b in zip(warm, cold, strict=True))),
+        target=1.3,
+        note=f"read_surface after appending {APPEND_BYTES / 1e6:.0f} MB to the {corpus.big_claude.bytes / 1e6:.0f} MB "
+        "transcript vs a warm read of it plus a cold read of a 1 MB transcript",
+    )
 
 
 def figures(tmp: Path) -> Iterator[Figure]:
-    claude = tmp / "claude"
-    big = _project(claude) / f"{uuid.uuid4()}.jsonl"
-    _write(big, transcript_lines(TURNS_50MB, "please fix the rollout parser", "Reading the parser", TOOL_OUTPUT))
-    size_mb = big.stat().st_size / 1e6
-
-    host = _host(tmp / "data-big", claude)
-    source = host.sources.get("claude-code")
-    sid = f"claude-code:{big.stem}"
-    source.read_surface(sid)  # the index learns where the session is (a listing would)
-    # 15 rounds of one call each: with 6, the median round ratio moved from 1.22 to 1.53 between
-    # runs of the same code on this machine, its speed changing from second to second.
-    read, bare = interleaved(lambda: source.read_surface(sid), lambda: _bare_read([big]), rounds=15, repeat=1)
-    yield Figure.timed(
-        "sources_read_surface_50mb",
-        read,
-        bare,
-        target=1.5,
-        note=f"{size_mb:.0f} MB transcript vs read + json.loads",
-    )
-    host.close()
-
-    script = (
-        "import resource, sys\n"
-        "from dsh_sources.claude_code import read_transcript\n"
-        "from dsh_host.sources import SourceConversation\n"
-        "if sys.argv[2] == 'read':\n"
-        "    read_transcript(sys.argv[1])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
-    )
-    peaks = [
-        float(subprocess.check_output([sys.executable, "-c", script, str(big), mode])) for mode in ("read", "import")
-    ]
-    yield Figure(
-        "sources_read_50mb_peak_rss",
-        peaks[0],
-        peaks[1],
-        unit="MB",
-        note=f"peak RSS reading a {size_mb:.0f} MB transcript vs importing only",
-    )
-
-    many = tmp / "claude-5k"
-    folder = _project(many)
-    paths = []
-    for index in range(FILES_5K):
-        path = folder / f"{uuid.UUID(int=index)}.jsonl"
-        _write(path, _small(index))
-        paths.append(path)
-
-    cold_host = _host(tmp / "data-cold", many)
-    target = SessionHeader(id="target", created_at=0, cwd=CWD)
-    service = cold_host.services.session_references
-    start = time.perf_counter()
-    cold_rows = asyncio.run(service.list_candidates(target, QUERY, 50))
-    cold = time.perf_counter() - start
-    start = time.perf_counter()
-    _bare_read(paths)
-    bare_all = time.perf_counter() - start
-    yield Figure(
-        "sources_candidates_5k_cold",
-        cold,
-        bare_all,
-        note=f"first search over {FILES_5K} transcripts vs reading each once",
-    )
-
-    stored_host = _host(tmp / "data-stored", None)
-    for index in range(FILES_5K):
-        events = []
-        for seq, line in enumerate(
-            json.loads(text) for text in _small(index) if '"tool_result"' not in text and '"thinking"' not in text
-        ):
-            if line["type"] == "user":
-                data = {"content": [{"type": "text", "text": line["message"]["content"]}], "source": {"kind": "user"}}
-                events.append(Event("user/message", seq, seq, data, "append"))
-            else:
-                text = line["message"]["content"][0]
-                if text["type"] != "text":
-                    continue
-                data = {"turn": 1, "step": 1, "content": [text], "provenance": {"provider": "p", "model": "m"}}
-                events.append(Event("assistant/message", seq, seq, data, "append"))
-        events = [Event(e.type, i, i, e.data, "append") for i, e in enumerate(events)]
-        stored_host.store.import_log(SessionHeader(id=f"stored-{index}", created_at=index, cwd=CWD), events)
-    stored = stored_host.services.session_references
-
-    def warm() -> None:
-        asyncio.run(service.list_candidates(target, QUERY, 50))
-
-    def store() -> None:
-        asyncio.run(stored.list_candidates(target, QUERY, 50))
-
-    assert len(cold_rows) == 50
-    warm_time, store_time = interleaved(warm, store, rounds=3, repeat=3)
-    source = cold_host.sources.get("claude-code")
-    check, stats = interleaved(source.refresh, lambda: [os.stat(path) for path in paths], rounds=3, repeat=3)
-    yield Figure.timed(
-        "sources_freshness_check_5k",
-        check,
-        stats,
-        note=f"re-checking {FILES_5K} unchanged files vs stat-ing them",
-    )
-    yield Figure.timed(
-        "sources_candidates_5k_warm",
-        warm_time,
-        store_time,
-        target=1.5,
-        note=f"'{QUERY}' over {FILES_5K} transcripts (index warm) vs over {FILES_5K} stored sessions",
-    )
-    cold_host.close()
-    stored_host.close()
+    corpus = generate(tmp / "corpus", gb=GB)
+    built, warm_data = build_figures(tmp, corpus)
+    yield from built
+    yield mcp_figure(tmp, corpus)
+    source_host = _source_host(warm_data, corpus)
+    stored = _start({"host": {"plugins": ["session-reference"], "data_dir": str(tmp / "stored")}})
+    try:
+        copies = _import_all(source_host, stored)
+        yield from listing_figures(source_host, stored, corpus)
+        for big, label in ((corpus.big_claude, "500mb"), (corpus.big_codex, "codex_350mb")):
+            yield from read_figures(source_host, stored, big, copies[big.session_id], label)
+        yield append_figure(tmp, source_host, corpus)
+    finally:
+        source_host.close()
+        stored.close()

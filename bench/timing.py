@@ -45,9 +45,12 @@ class Figure:
     """One benchmark figure: a measured value, its same-run baseline, and its goal.
 
     `value` and `baseline` are in `unit` (the overall bests, for timed figures). `paired` is the
-    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio. The goal
-    is `target`, a ratio, or `added_limit`, the most `value` may exceed `baseline` by (in `unit`),
-    for a figure whose baseline is so small that a ratio would be below the noise of its floor.
+    median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio. With
+    `absolute` the target is a fixed limit on `value` in `unit` (MB of memory, seconds to a first
+    answer) where no baseline makes a ratio meaningful; the baseline and ratio are then reported
+    for context only. With `added_limit` the goal is the most `value` may exceed `baseline` by (in
+    `unit`), for a figure whose baseline is so small that a ratio would be below the noise of its
+    floor.
     """
 
     name: str
@@ -59,6 +62,7 @@ class Figure:
     # For throughput figures (events/s) a higher value is better, so the ratio is inverted.
     higher_is_better: bool = False
     paired: float | None = None
+    absolute: bool = False
     added_limit: float | None = None
 
     @classmethod
@@ -91,9 +95,12 @@ class Figure:
         if self.added_limit is not None:
             out["added"] = self.value - self.baseline
             out["met"] = self.value - self.baseline <= self.added_limit
+            return out
+        out.pop("added_limit")
+        if self.target is None:
+            out["met"] = None
         else:
-            out.pop("added_limit")
-            out["met"] = None if self.target is None else self.ratio <= self.target
+            out["met"] = (self.value if self.absolute else self.ratio) <= self.target
         return out
 
 

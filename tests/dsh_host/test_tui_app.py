@@ -31,6 +31,7 @@ from dsh_host.host import Host
 from dsh_host.testing import HostFactory
 from dsh_host.tui.app import ChatUI, default_agent_factory, open_session
 from dsh_host.tui.render import join_display_text
+from dsh_host.ui import MentionCompletion
 from dsh_session_reference import format_mention
 from dsh_session_reference.terminal import SessionCompletions
 
@@ -748,3 +749,65 @@ async def test_the_window_title_names_the_session_and_stays_terminal_safe(bare_h
     assert drawn.index("\x1b[22;0t") < drawn.index("\x1b]2;dsh · title-session\x07")
     assert drawn.endswith("\x1b]2;\x07\x1b[23;0t")
     assert "\x1b]2;title" not in drawn and "\x9b" not in drawn and "\x07\t" not in drawn
+
+
+# --- a menu that fills itself -------------------------------------------------------------------------
+
+
+class GrowingSource:
+    """A plugin whose `@` source the test changes between answers: a pending status line, then items."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.status: str | None = None
+
+    @hookimpl
+    def dsh_register_completions(self, host, register):
+        register(self.complete)
+
+    async def complete(self, agent, token, signal) -> list[MentionCompletion]:
+        items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in self.items]
+        if self.status is not None:
+            items.append(MentionCompletion(token.prefix, self.status, pending=True))
+        return items
+
+
+async def test_an_open_menu_refills_itself_while_an_item_is_pending(bare_host, workspace):
+    source = GrowingSource()
+    bare_host.pm.register(source, name="growing")
+    source.items, source.status = ["grow-a"], "indexing, 1 of 3"
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@grow")
+        await chat.wait_for_completion("Item · grow-a")
+        assert [shown for shown, _ in chat.completions()] == ["indexing, 1 of 3", "Item · grow-a"]
+
+        source.items, source.status = ["grow-a", "grow-b"], "indexing, 2 of 3"  # no keystroke from here
+        await chat.wait_for_completion("Item · grow-b")
+        assert [shown for shown, _ in chat.completions()] == ["indexing, 2 of 3", "Item · grow-a", "Item · grow-b"]
+        source.items, source.status = ["grow-a", "grow-b", "grow-c"], None
+        await chat.wait_for_completion("Item · grow-c")
+        assert [shown for shown, _ in chat.completions()] == ["Item · grow-a", "Item · grow-b", "Item · grow-c"]
+        assert await chat.ui.completer.ask_again() is None  # nothing pending: no more refreshes
+        assert chat.ui.buffer.text == "@grow"
+
+        await chat.clear()
+        source.status = "indexing, 3 of 4"
+        chat.type("@grow")
+        await chat.wait_for_completion("indexing, 3 of 4")
+        await chat.type_until(ESCAPE, lambda: chat.ui.buffer.complete_state is None, "the menu's close")
+        assert await chat.ui.completer.ask_again() is None  # closed on purpose: it stays closed
+
+
+async def test_a_lone_pending_line_shows_once_asked_again(bare_host, workspace):
+    source = GrowingSource()
+    bare_host.pm.register(source, name="growing")
+    source.status = "indexing, listing files"
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        # prompt_toolkit drops a lone item that would change nothing; the refresh shows it.
+        chat.type("@grow")
+        await chat.wait_for_completion("indexing, listing files")
+        source.items, source.status = ["grow-a"], None
+        await chat.wait_for_completion("Item · grow-a")
+        assert [shown for shown, _ in chat.completions()] == ["Item · grow-a"]

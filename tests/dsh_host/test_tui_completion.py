@@ -1,4 +1,4 @@
-"""The `@` completer: files, sessions, commands, abandonment.
+"""The `@` completer: files, sessions, commands, abandonment, pending answers asked again.
 
 Sessions come from session-reference's own completion source, as its plugin registers it.
 """
@@ -21,6 +21,7 @@ from dsh_host.text import iso_utc
 from dsh_host.tui.completion import MentionCompleter
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import RegisteredSource
+from dsh_host.ui import MentionCompletion
 from dsh_session_reference import format_mention, parse_text
 from dsh_session_reference.terminal import SessionCompletions
 
@@ -245,3 +246,54 @@ def test_iso_utc_matches_javascript(ms, iso):
 def test_iso_utc_is_the_utc_calendar_time_truncated_to_the_millisecond(ms):
     moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=int(ms))
     assert iso_utc(ms) == moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+
+
+class Growing:
+    """A completion source whose answer the test changes: a status line while `pending`, then items."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.status: str | None = None
+
+    async def __call__(self, agent, token, signal) -> list[MentionCompletion]:
+        items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in self.items]
+        if self.status is not None:
+            items.append(MentionCompletion(token.prefix, self.status, pending=True))
+        return items
+
+
+def growing(workspace: Path, on_pending) -> tuple[MentionCompleter, Growing]:
+    source = Growing()
+    completer = MentionCompleter(
+        WorkspaceFileSearch(str(workspace)),
+        commands=lambda: COMMANDS,
+        sources=[RegisteredSource(source)],
+        target=lambda: TARGET,
+        on_pending=on_pending,
+    )
+    return completer, source
+
+
+async def test_a_pending_item_leads_and_the_completer_asks_again_by_itself(workspace):
+    asked = asyncio.Event()
+    completer, source = growing(workspace, asked.set)
+    source.items, source.status = ["source-a"], "indexing, 1 of 3"
+    shown = [c.display_text for c in await complete(completer, "@sour")]
+    assert shown == ["indexing, 1 of 3", "File · source-file.ts", "Item · source-a"]
+    await asyncio.wait_for(asked.wait(), 10)  # REFRESH_SECONDS later, with no new request
+
+    source.items, source.status = ["source-a", "source-b"], None
+    answer = await completer.ask_again()
+    assert answer is not None
+    document, completions = answer
+    assert document.text == "@sour"
+    assert [c.display_text for c in completions] == ["File · source-file.ts", "Item · source-a", "Item · source-b"]
+    assert await completer.ask_again() is None  # nothing pending any more: the refreshes stop
+
+
+async def test_typing_on_drops_a_pending_answer(workspace):
+    completer, source = growing(workspace, lambda: None)
+    source.status = "indexing, 0 of 3"
+    assert [c.display_text for c in await complete(completer, "@x")] == ["indexing, 0 of 3"]
+    completer.supersede()  # what every edit (and Escape) does
+    assert await completer.ask_again() is None

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_sources import reading
 from dsh_sources.claude_code import ClaudeCodeFormat
 from dsh_sources.codex import CodexFormat
 from dsh_sources.index import SourceIndex
@@ -26,6 +27,12 @@ from tests.dsh_sources.builders import ClaudeTranscript, CodexRollout
 from tests.dsh_sources.test_properties import claude_lines, codex_lines, mutated
 
 pytestmark = pytest.mark.foreign_logs
+
+
+@pytest.fixture(autouse=True)
+def keys_of_every_file(monkeypatch):
+    """Keep the record keys of small files too, so that they are read on from their offset like large ones."""
+    monkeypatch.setattr(reading, "KEYED_BYTES", 0)
 
 
 class Observer:
@@ -232,4 +239,29 @@ def test_codex_history_rewritten_past_what_was_just_read(tmp_path, turns, then):
         file.writelines(r.lines()[count:])
     observer.observe()
     assert observer.fresh_reads == 1
+    observer.close()
+
+
+def test_a_small_file_that_grows_is_read_again_whole_and_a_large_one_on_from_its_offset(tmp_path, monkeypatch):
+    monkeypatch.setattr(reading, "KEYED_BYTES", 64 * 1024)
+    t = ClaudeTranscript()
+    for n in range(3):
+        t.user(f"question {n}")
+        t.reply(("text", f"answer {n}"))
+    path = t.write(tmp_path / "claude")
+    observer = Observer(tmp_path, ClaudeCodeFormat(tmp_path / "claude"), path)
+    observer.observe()
+    count = len(t.records)
+    t.user("more")
+    t.reply(("text", "x" * 70_000))
+    with open(path, "a", encoding="utf-8") as file:
+        file.writelines(t.lines()[count:])
+    observer.observe()
+    assert observer.fresh_reads == 2  # small: its keys were not kept
+    count = len(t.records)
+    t.user("and more")
+    with open(path, "a", encoding="utf-8") as file:
+        file.writelines(t.lines()[count:])
+    observer.observe()
+    assert observer.fresh_reads == 2  # large now: read on from the offset
     observer.close()

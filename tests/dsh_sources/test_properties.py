@@ -91,9 +91,12 @@ def retype(line: str, draw) -> str:
     inner = record[key]
     inner_keys = sorted(set(inner) - HIDING) if isinstance(inner, dict) else []
     if inner_keys and draw(st.booleans()):
-        inner[draw(st.sampled_from(inner_keys))] = draw(RETYPED)
+        target, key = inner, draw(st.sampled_from(inner_keys))
     else:
-        record[key] = draw(RETYPED)
+        target = record
+    value = draw(RETYPED)
+    # A message's content retyped into a string is a message the agent wrote that way: text shown, not lost.
+    target[key] = None if key == "content" and isinstance(value, str) else value
     return json.dumps(record) + "\n"
 
 

@@ -107,12 +107,50 @@ def test_the_menu_answers_from_what_is_indexed_while_the_index_builds(make_host,
     assert len(rows) < 80  # what is indexed so far, at once
     items = asyncio.run(notice(None, token, asyncio.Event()))
     assert [type(item) for item in items] == [MentionCompletion]
-    assert items[0].value == "@prompt" and "indexing sessions" in items[0].display and "of 80 files" in items[0].display
+    assert items[0].value == "@prompt" and items[0].pending
+    done = source.index_progress().files_done
+    assert items[0].display == f"claude-code · indexing sessions, {done} of 80 files"
     fmt.gate.set()
     assert source._thread is not None
     source._thread.join()
     assert len(source.search_candidates("prompt", target_id=None, target_cwd=None, limit=100)) == 80
     assert asyncio.run(notice(None, token, asyncio.Event())) == []
+
+
+class ListingGate(ClaudeCodeFormat):
+    """Listing the files waits for the test to open the gate."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self.gate = threading.Event()
+
+    def files(self):
+        self.gate.wait()
+        yield from super().files()
+
+
+def test_the_menu_says_listing_files_on_a_cold_index_and_nothing_on_a_warm_one(make_host, agent_dirs):
+    for n in range(3):
+        claude_session(agent_dirs.claude, f"prompt {n}")
+    token = AtToken("@prompt", "prompt", quoted=False)
+    for warm in (False, True):
+        host = make_host(["claude-code"], config={"sources": agent_dirs.tables()})
+        notice = IndexingNotice(host, "claude-code")
+        source = host.sources.get("claude-code")
+        assert isinstance(source, TranscriptSource)
+        fmt = source.format = source._builder.format = ListingGate(agent_dirs.claude)
+        items = asyncio.run(notice(None, token, asyncio.Event()))  # starts the build, which waits to list
+        if warm:
+            assert items == []  # the index was complete: checking it is no news
+        else:
+            assert [(item.display, item.pending) for item in items] == [
+                ("claude-code · indexing sessions, listing files", True)
+            ]
+        fmt.gate.set()
+        assert source._thread is not None
+        source._thread.join()
+        assert asyncio.run(notice(None, token, asyncio.Event())) == []
+        assert len(source.list_sessions()) == 3
 
 
 class Reads(io.BytesIO):

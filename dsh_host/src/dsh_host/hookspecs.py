@@ -457,7 +457,11 @@ def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
     and returns a list of `dsh_host.ui.MentionCompletion`; `hint` is the line `/help` shows for
     the syntax (`@name mentions another session`). The editor offers the host's file matches
     first, then every source's items in registration order; a source that fails or is
-    abandoned offers nothing. The hook's own result is ignored.
+    abandoned offers nothing. Items marked `pending` (the source is still gathering, such as
+    sessions being indexed) lead the menu, and while the last answer holds one and the text at
+    the cursor stays as it is (Escape closes the menu for good), the menu asks every source
+    again every half second by itself, with no keystroke, until none says `pending`. The
+    hook's own result is ignored.
     """
 
 

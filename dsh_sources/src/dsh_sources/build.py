@@ -3,8 +3,8 @@
 One build per source and data dir runs at a time: a process that cannot take the build's lock
 file answers from what the running build has committed and never waits for it. Within a
 process the sources of one data dir build one after another. Files read from their start are
-parsed in worker processes when there is enough to read (parsing holds the GIL; the builder's
-process writes the index meanwhile); files that grew are read on in the builder's thread, since
+parsed in worker processes (`workers`) when there is enough to read (parsing holds the GIL;
+the builder's process writes the index meanwhile); files that grew are read on in the builder's thread, since
 they need what the index holds. What is read is committed every few files or megabytes, so a
 build that is interrupted keeps what it finished and the next one goes on from there; a cancel
 stops it between files (worker processes are ended).
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import multiprocessing
 import os
 import stat
 import threading
@@ -29,6 +28,7 @@ from dsh_sources.index import FileEntry, FileRead, SourceIndex
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import read_file, unchanged
 from dsh_sources.transcript import TranscriptFormat
+from dsh_sources.workers import Workers, worker_count
 
 POOL_BYTES = 32 * 1024 * 1024
 """Files read from their start are parsed in worker processes when they hold more than this in all."""
@@ -80,20 +80,6 @@ class BuildLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-def _read_fresh(task: tuple[TranscriptFormat, str]) -> FileRead | str:
-    """A worker's read of one file from its start (its path when it cannot be read now)."""
-    fmt, path = task
-    try:
-        return read_file(fmt, path, None, None)
-    except OSError:
-        return path
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
 class Builder:
@@ -158,24 +144,20 @@ class Builder:
         self._tell(report)
 
     def _fresh_reads(self, tasks: list[_Task], cancel: threading.Event) -> Iterator[tuple[FileRead, _Task]]:
-        if sum(task.cost for task in tasks) < POOL_BYTES or (os.cpu_count() or 1) < 2 or len(tasks) < 2:
+        count = worker_count()
+        if sum(task.cost for task in tasks) < POOL_BYTES or count < 2 or len(tasks) < 2:
             for task in tasks:
                 with contextlib.suppress(OSError):
                     yield read_file(self.format, task.path, None, None, cancel), task
             return
         by_path = {task.path: task for task in tasks}
-        workers = min(2, os.cpu_count() or 1)
-        pool = _pool_context().Pool(workers)
+        workers = Workers(count)
         try:
-            for result in pool.imap_unordered(_read_fresh, [(self.format, task.path) for task in tasks], chunksize=1):
-                if cancel.is_set():
-                    return
+            for result in workers.reads(self.format, [task.path for task in tasks], cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
-            pool.close()
         finally:
-            pool.terminate()
-            pool.join()
+            workers.close()
 
     def _stop(self, batch: _Batch, report: Callable[[IndexProgress], None]) -> None:
         with contextlib.suppress(Exception):

@@ -320,14 +320,14 @@ class _Projector:
         else:
             leaf = None
         if leaf is None:
-            rows = tuple(Node(node.uuid, node.parent, node.role is not None) for node in self._nodes.values())
-            return self._update(self._count, (), None, rows)
+            off_chain = tuple(Node(node.uuid, node.parent, node.role is not None) for node in self._nodes.values())
+            return self._update(self._count, (), None, off_chain)
         self._leaf = leaf.uuid
         path, joint = self._walk(leaf, old)
         out: list[Said] = []
         keep, at, cut = 0, 0, -1
-        if joint is not None:
-            at, cut = (joint.at or 0) + 1, joint.at
+        if joint is not None and joint.at is not None:
+            at, cut = joint.at + 1, joint.at
             if joint.msgs:
                 keep = joint.msgs - 1
                 last = self._stored.said(keep)

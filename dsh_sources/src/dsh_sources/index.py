@@ -32,13 +32,21 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
 from dsh_sources.transcript import Node, Said, Update
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+
+MessageRow = tuple[int, str, int, str, str, "str | None", int, str, "str | bytes"]
+"""A message as the index stores it: position, role, time, source, model, stream, turn, texts, search text."""
+FileValues = tuple[int, int, int, int, int, int, bytes, bytes, str, int, int, int, int]
+"""A read's values for `files`, from `dev` to `keyed`."""
 
 INDEX_DIR = "sources"
 INDEX_FILE = "index.sqlite3"
@@ -50,7 +58,7 @@ _BUSY_MS = 30_000
 _PROGRESS_STEPS = 2_000
 _BATCH = 500
 _FILE_COLUMNS = (
-    "SELECT pk, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, generation, skipped, oversized "
+    "SELECT pk, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, generation, skipped, oversized, keyed "
 )
 _STAMP = "UPDATE sources SET stamp = stamp + 1 WHERE name = ?"
 _USER_SOURCE = json.dumps({"kind": "user"}, separators=(",", ":"))
@@ -81,6 +89,7 @@ CREATE TABLE IF NOT EXISTS files (
     skipped INTEGER NOT NULL DEFAULT 0,
     oversized INTEGER NOT NULL DEFAULT 0,
     unfinished INTEGER NOT NULL DEFAULT 0,
+    keyed INTEGER NOT NULL DEFAULT 1,
     generation INTEGER NOT NULL DEFAULT 1,
     UNIQUE (source, path)
 );
@@ -148,6 +157,8 @@ class FileEntry:
     generation: int
     skipped: int
     oversized: int
+    keyed: bool
+    """Whether the index kept the file's record keys (`Node`s), which reading on from the offset needs."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +181,9 @@ class FileRead:
     update: Update
     generation: int | None
     """The entry's generation the read went on from (None: there was no entry)."""
+    keyed: bool = True
+    rows: tuple[MessageRow, ...] | None = None
+    """`update.tail` as the index's rows (`message_rows`), when made beforehand (by a worker process)."""
 
 
 @dataclass(frozen=True)
@@ -292,7 +306,7 @@ class SourceIndex:
         )
         return None if row is None else FileEntry(row[0], path, *row[2:])
 
-    def state(self, pk: int) -> Any:
+    def state(self, pk: int) -> Json | None:
         """The projector's state of a file (None when it has none)."""
         row = self._connection().execute("SELECT state FROM files WHERE pk = ?", (pk,)).fetchone()
         return None if row is None or row[0] is None else json.loads(row[0])
@@ -309,12 +323,78 @@ class SourceIndex:
         """
         conn = self._connection()
         stale: list[str] = []
+        reads = list(reads)
         with self._transaction(conn):
+            known: set[bytes] = set()
+            for start in range(0, len(reads), _BATCH):
+                paths = [os.fsencode(read.path) for read in reads[start : start + _BATCH]]
+                marks = ",".join("?" * len(paths))
+                sql = f"SELECT path FROM files WHERE source = ? AND path IN ({marks})"
+                known.update(path for (path,) in conn.execute(sql, (self.source, *paths)))
+            first_seen = [read for read in reads if read.fresh and os.fsencode(read.path) not in known]
+            self._put_first_seen(conn, first_seen)
             for read in reads:
-                if not self._put(conn, read):
+                if os.fsencode(read.path) in known and not self._put(conn, read):
                     stale.append(read.path)
             conn.execute(_STAMP, (self.source,))
         return stale
+
+    def _put_first_seen(self, conn: sqlite3.Connection, reads: list[FileRead]) -> None:
+        """Write reads of files the index has no entry for, a statement per table for them all."""
+        if not reads:
+            return
+        next_file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
+        next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
+        files: list[tuple[object, ...]] = []
+        sessions: list[tuple[object, ...]] = []
+        nodes: list[tuple[object, ...]] = []
+        messages: list[tuple[object, ...]] = []
+        texts: list[tuple[int, str | bytes]] = []
+        for file, read in enumerate(reads, next_file):
+            update = read.update
+            files.append((file, self.source, os.fsencode(read.path), *_file_values(read)))
+            nodes.extend((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes)
+            facts = update.facts
+            if facts is None:
+                continue
+            session, next_session = next_session, next_session + 1
+            sessions.append(
+                (
+                    session,
+                    file,
+                    facts.agent_id,
+                    _blob(facts.cwd),
+                    facts.created_at,
+                    facts.updated_at,
+                    _blob(facts.title),
+                    facts.messages,
+                )
+            )
+            base = session << ORD_BITS
+            rows = read.rows if read.rows is not None else message_rows(update.tail)
+            rows = rows[: 1 << ORD_BITS]
+            messages.extend((base + row[0], *row[1:8]) for row in rows)
+            texts.extend((base + row[0], row[8]) for row in rows)
+        conn.executemany(
+            "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, state, "
+            "skipped, oversized, unfinished, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            files,
+        )
+        conn.executemany(
+            "INSERT INTO sessions (pk, file, agent_id, cwd, created_at, updated_at, title, messages) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            sessions,
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO nodes (file, key, parent, says, at, msgs, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            nodes,
+        )
+        conn.executemany(
+            "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            messages,
+        )
+        conn.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
 
     def stamp(self) -> int:
         """A number that changes whenever this source's part of the index is written (by any process)."""
@@ -329,25 +409,11 @@ class SourceIndex:
         generation = None if row is None else row[1]
         if not read.fresh and generation != read.generation:
             return False  # a read from the start holds all it needs; one that went on needs its entry unchanged
-        update = read.update
-        values = (
-            read.dev,
-            read.ino,
-            read.size,
-            read.mtime_ns,
-            read.offset,
-            read.head_len,
-            read.head,
-            read.tail,
-            json.dumps(update.state, ensure_ascii=True, separators=(",", ":")),
-            read.skipped,
-            read.oversized,
-            int(read.unfinished),
-        )
+        values = _file_values(read)
         if row is None:
             cursor = conn.execute(
                 "INSERT INTO files (source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, state, "
-                "skipped, oversized, unfinished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "skipped, oversized, unfinished, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.source, path, *values),
             )
             pk = cursor.lastrowid
@@ -358,20 +424,23 @@ class SourceIndex:
                 self._forget_files(conn, [pk], keep_file=True)
             conn.execute(
                 "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, offset = ?, head_len = ?, head = ?, "
-                "tail = ?, state = ?, skipped = ?, oversized = ?, unfinished = ?, generation = generation + 1 "
+                "tail = ?, state = ?, skipped = ?, oversized = ?, unfinished = ?, keyed = ?, "
+                "generation = generation + 1 "
                 "WHERE pk = ?",
                 (*values, pk),
             )
-        self._apply(conn, pk, update)
+        self._apply(conn, pk, read, new=row is None)
         return True
 
-    def _apply(self, conn: sqlite3.Connection, file: int, update: Update) -> None:
+    def _apply(self, conn: sqlite3.Connection, file: int, read: FileRead, *, new: bool) -> None:
+        """Write a read's session, messages and nodes (`new`: the file had no entry, so nothing to replace)."""
+        update = read.update
         facts = update.facts
-        row = conn.execute("SELECT pk, agent_id FROM sessions WHERE file = ?", (file,)).fetchone()
+        row = None if new else conn.execute("SELECT pk, agent_id FROM sessions WHERE file = ?", (file,)).fetchone()
         if row is not None and (facts is None or facts.agent_id != row[1]):
             self._forget_session(conn, row[0])
             row = None
-        if update.cut is not None:
+        if update.cut is not None and not new:
             if update.cut < 0:
                 conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at IS NOT NULL", (file,))
             else:
@@ -406,30 +475,17 @@ class SourceIndex:
             )
         base = session << ORD_BITS
         first, last = base + update.keep, base + (1 << ORD_BITS) - 1
-        conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
-        conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
-        tail = update.tail[: max(0, (1 << ORD_BITS) - update.keep)]
+        if not new:
+            conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
+            conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
+        rows = read.rows if read.rows is not None else message_rows(update.tail)
+        rows = rows[: max(0, (1 << ORD_BITS) - update.keep)]
         conn.executemany(
             "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    first + position,
-                    said.message.role,
-                    said.message.time,
-                    _source_json(said.message),
-                    said.message.model,
-                    said.stream,
-                    int(said.message.role == "user" and said.message.source.get("kind") == "user"),
-                    json.dumps(said.message.texts, ensure_ascii=True, separators=(",", ":")),
-                )
-                for position, said in enumerate(tail)
-            ),
+            ((first + row[0], *row[1:8]) for row in rows),
         )
-        conn.executemany(
-            "INSERT INTO texts (rowid, text) VALUES (?, ?)",
-            ((first + position, _searchable("\n".join(said.message.texts))) for position, said in enumerate(tail)),
-        )
+        conn.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", ((first + row[0], row[8]) for row in rows))
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""
@@ -634,6 +690,43 @@ class NothingStored:
         return []
 
 
+def _file_values(read: FileRead) -> FileValues:
+    """A read's values for `files`, from `dev` to `keyed`."""
+    return (
+        read.dev,
+        read.ino,
+        read.size,
+        read.mtime_ns,
+        read.offset,
+        read.head_len,
+        read.head,
+        read.tail,
+        json.dumps(read.update.state, ensure_ascii=True, separators=(",", ":")),
+        read.skipped,
+        read.oversized,
+        int(read.unfinished),
+        int(read.keyed),
+    )
+
+
+def message_rows(tail: Iterable[Said]) -> tuple[MessageRow, ...]:
+    """Messages as the index stores them: (position, role, time, source, model, stream, turn, texts, search text)."""
+    return tuple(
+        (
+            position,
+            said.message.role,
+            said.message.time,
+            _source_json(said.message),
+            said.message.model,
+            said.stream,
+            int(said.message.role == "user" and said.message.source.get("kind") == "user"),
+            json.dumps(said.message.texts, ensure_ascii=True, separators=(",", ":")),
+            _searchable("\n".join(said.message.texts)),
+        )
+        for position, said in enumerate(tail)
+    )
+
+
 def _source_json(message: SourceMessage) -> str:
     if message.role != "user":
         return "{}"
@@ -641,7 +734,7 @@ def _source_json(message: SourceMessage) -> str:
     return _USER_SOURCE if source == {"kind": "user"} else json.dumps(source, separators=(",", ":"), sort_keys=True)
 
 
-def _said(row: tuple[Any, ...]) -> Said:
+def _said(row: tuple[str, int, str, str, str | None, str]) -> Said:
     role, when, source, model, stream, texts = row
     parsed = json.loads(source)
     message = SourceMessage(role, tuple(json.loads(texts)), when, model=model)
@@ -650,7 +743,7 @@ def _said(row: tuple[Any, ...]) -> Said:
     return Said(message, stream)
 
 
-def _session(row: tuple[Any, ...]) -> SessionEntry:
+def _session(row: tuple[int, int, bytes, str, bytes | None, int, int, bytes | None, int]) -> SessionEntry:
     pk, file, path, agent_id, cwd, created, updated, title, messages = row
     return SessionEntry(pk, file, os.fsdecode(path), agent_id, _text(cwd), created, updated, _text(title), messages)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_sources.index import FileEntry, FileRead, NothingStored, SourceIndex
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
 
 FINGERPRINT_BYTES = 4096
+KEYED_BYTES = 4 * 1024 * 1024
+"""The index keeps the record keys (`Node`s) of files at least this large; a smaller file that grows
+is read again from its start, which costs less than keeping a key for each of its records."""
 
 
 def _digest(data: bytes) -> bytes:
@@ -45,7 +49,7 @@ def unchanged(entry: FileEntry, info: os.stat_result) -> bool:
 
 def grew(entry: FileEntry, fd: int, info: os.stat_result) -> bool:
     """Whether the open file is the entry's file with bytes only added after the offset."""
-    if (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size < entry.offset:
+    if not entry.keyed or (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size < entry.offset:
         return False
     head = _window(fd, 0, entry.head_len)
     tail_start = max(0, entry.offset - FINGERPRINT_BYTES)
@@ -97,6 +101,9 @@ def _read(
         projector.feed(record)
     update = projector.finish()
     end = offset + lines.consumed
+    keyed = not update.nodes or end >= KEYED_BYTES
+    if not keyed:
+        update = replace(update, nodes=())
     head_len = min(FINGERPRINT_BYTES, end)
     tail_start = max(0, end - FINGERPRINT_BYTES)
     fresh = state is None
@@ -117,6 +124,7 @@ def _read(
         unfinished=lines.unfinished,
         update=update,
         generation=None if entry is None else entry.generation,
+        keyed=keyed,
     )
 
 

@@ -366,8 +366,14 @@ class IndexingNotice:
     """An `@` menu line saying a source's index is still being built (and nothing once it is).
 
     Registering it marks the host as interactive: its sources then index in the background,
-    so the menu answers at once from what is indexed so far.
+    so the menu answers at once from what is indexed so far. The line is `pending`, so the
+    menu asks again by itself, filling with the sessions indexed meanwhile, until the build is
+    done and the line goes. A check of an index that was complete before (a warm start) shows
+    no line while it lists the files.
     """
+
+    LINE = "{agent} · indexing sessions, {read}"
+    """The line's text; `read` is `120 of 4,002 files`, or `listing files` before the count is known."""
 
     def __init__(self, host: Host, name: str) -> None:
         self._host = host
@@ -381,16 +387,30 @@ class IndexingNotice:
         source = await asyncio.to_thread(sources.get, self._name)
         if not isinstance(source, TranscriptSource):
             return []
-        progress = await asyncio.to_thread(source.build_index, background=True)
-        if not progress.building or progress.complete:
+        read = await asyncio.to_thread(self._how_far, source)
+        if read is None:
             return []
         from dsh_host.ui import MentionCompletion  # the terminal UI's type: only the UI asks
 
-        read = f"{progress.files_done} of {progress.files_total} files"
         return [
             MentionCompletion(
                 token.prefix,
-                display=f"{display_inline_text(self._name)} · indexing sessions, {read}",
+                display=self.LINE.format(agent=display_inline_text(self._name), read=read),
                 meta="the menu lists what is indexed so far",
+                pending=True,
             )
         ]
+
+    @staticmethod
+    def _how_far(source: TranscriptSource) -> str | None:
+        """How far the source's build is, for the line (None: no build worth a line)."""
+        progress = source.build_index(background=True)
+        if progress.complete:
+            return None
+        if progress.building:  # listed: nothing to read is as good as done
+            return f"{progress.files_done:,} of {progress.files_total:,} files" if progress.files_total else None
+        if not source._building_here():
+            return None
+        # Listing the files: worth a line only when the index was not complete before.
+        recorded = source.index.recorded_build()
+        return None if recorded is not None and recorded.complete else "listing files"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.application.current import set_app
-from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.buffer import Buffer, CompletionState
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -203,6 +203,7 @@ class ChatUI:
         # through the submitter instead, so a late result is dropped rather than interrupted).
         self._commands_running: set[asyncio.Future[Any]] = set()
         self._preparations: set[asyncio.Future[Any]] = set()
+        self._menu_refills: set[asyncio.Future[None]] = set()
         self._exit_armed = False
         self._unsubscribe: list[Callable[[], None]] = []
         self.preview = StreamPreview()
@@ -220,6 +221,7 @@ class ChatUI:
             sources=sources,
             target=lambda: self.agent,
             on_abandoned=self._complete_again,
+            on_pending=self._refresh_menu,
         )
         self.buffer = Buffer(
             multiline=True,
@@ -289,7 +291,7 @@ class ChatUI:
         self.completer.supersede()
         self.completer.files.dispose()
         await self._leave_session()
-        for task in list(self._commands_running):
+        for task in [*self._commands_running, *self._menu_refills]:
             task.cancel()
 
     def exit(self) -> None:
@@ -423,6 +425,25 @@ class ChatUI:
         if self.app.is_running and self.buffer.complete_state is None:
             self.buffer.start_completion()
 
+    def _refresh_menu(self) -> None:
+        """Ask the completer again about the text whose menu said more is coming."""
+        if self.app.is_running:
+            _keep(self._menu_refills, asyncio.ensure_future(self._refill_menu(self.buffer.complete_state)))
+
+    async def _refill_menu(self, state: CompletionState | None) -> None:
+        answer = await self.completer.ask_again()
+        if answer is None:
+            return
+        document, completions = answer
+        buffer = self.buffer
+        if buffer.document != document or buffer.complete_state is not state:
+            return  # typed, chosen or closed meanwhile: that request owns the menu now
+        if state is not None and state.complete_index is not None:
+            return  # the user is choosing an item: keep the list still under the cursor
+        # Swapped in place rather than by a new completion request, which would blank the menu first.
+        buffer.complete_state = CompletionState(document, completions) if completions else None
+        self.app.invalidate()
+
     # --- keys -------------------------------------------------------------------------------------
 
     def _key_bindings(self) -> KeyBindings:
@@ -463,6 +484,7 @@ class ChatUI:
         @bindings.add("escape", filter=~running)
         def _close_menu(event: KeyPressEvent) -> None:
             self.buffer.cancel_completion()
+            self.completer.supersede()  # closed on purpose: a pending answer must not reopen it
 
         @bindings.add("c-d", filter=Condition(lambda: not self.buffer.text))
         def _quit(event: KeyPressEvent) -> None:

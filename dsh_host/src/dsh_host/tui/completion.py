@@ -7,6 +7,11 @@ sessions). All lookups run as one asyncio task that is abandoned as soon as typi
 store never holds the menu on stale text. prompt_toolkit
 runs one completion at a time and drops requests made meanwhile, so an abandoned request calls
 `on_abandoned` afterwards, for the editor to ask again about the text it holds now.
+
+A source whose answer is provisional (an item with `pending`, such as sessions still being
+indexed) makes the completer call `on_pending` `REFRESH_SECONDS` later, unless typing moved on
+meanwhile; the editor then fetches `ask_again()` and swaps the open menu's items in place, so
+the menu fills itself while the text stays put.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dsh_host.tui.file_search import (
     active_at_token,
     format_file_mention,
 )
-from dsh_host.tui.mentions import MentionCompletion, RegisteredSource
+from dsh_host.tui.mentions import REFRESH_SECONDS, MentionCompletion, RegisteredSource
 
 if TYPE_CHECKING:
     from dsh_host.agent.agent import Agent
@@ -54,19 +59,27 @@ class MentionCompleter(Completer):
         sources: Sequence[RegisteredSource] = (),
         target: Callable[[], Agent | None] = lambda: None,
         on_abandoned: Callable[[], None] | None = None,
+        on_pending: Callable[[], None] | None = None,
     ) -> None:
         self.files = files
         self._commands = commands
         self._sources = tuple(sources)
         self._target = target
         self._on_abandoned = on_abandoned
+        self._on_pending = on_pending
         self._cancel: asyncio.Event | None = None
+        self._pending: Document | None = None
+        self._refresh: asyncio.TimerHandle | None = None
 
     def supersede(self) -> None:
-        """Abandon the request in flight (the text it was made for has changed)."""
+        """Abandon the request in flight (the text it was made for has changed), and any refresh."""
         if self._cancel is not None:
             self._cancel.set()
             self._cancel = None
+        self._pending = None
+        if self._refresh is not None:
+            self._refresh.cancel()
+            self._refresh = None
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         """Synchronous callers get the command completions only; mentions need the async path."""
@@ -82,6 +95,33 @@ class MentionCompleter(Completer):
             for completion in base:
                 yield completion
             return
+        found = await self._mentions(document, token)
+        if found is None:
+            found = []
+            if self._on_abandoned is not None:
+                # Scheduled, not called: the editor accepts a new request only once this one returns.
+                asyncio.get_running_loop().call_soon(self._on_abandoned)
+        for completion in (*found, *base):
+            yield completion
+
+    async def ask_again(self) -> tuple[Document, list[Completion]] | None:
+        """The completions, asked anew, of the text whose last answer was pending.
+
+        None when no answer is pending (typing moved on) or this request was abandoned too. The
+        caller shows the result if the editor still holds that text; a new pending answer
+        schedules `on_pending` again.
+        """
+        document = self._pending
+        token = None if document is None else active_at_token(document.text_before_cursor)
+        if document is None or token is None:
+            return None
+        found = await self._mentions(document, token)
+        if found is None:
+            return None
+        return document, [*found, *self._command_completions(document)]
+
+    async def _mentions(self, document: Document, token: AtToken) -> list[Completion] | None:
+        """Files and the sources' items for `token` (None when abandoned); notes a pending answer."""
         self.supersede()
         cancel = self._cancel = asyncio.Event()
         lookups = [self._find_files(token, cancel)]
@@ -89,14 +129,15 @@ class MentionCompleter(Completer):
         try:
             found = await abandon_on(cancel, asyncio.gather(*lookups), FileSearchCancelled)
         except FileSearchCancelled:
-            found = []
+            return None
         if cancel.is_set():
-            found = []
-            if self._on_abandoned is not None:
-                # Scheduled, not called: the editor accepts a new request only once this one returns.
-                asyncio.get_running_loop().call_soon(self._on_abandoned)
-        for completion in (*(item for items in found for item in items), *base):
-            yield completion
+            return None
+        items = [item for part in found for item in part]
+        if any(pending for _, pending in items) and self._on_pending is not None:
+            self._pending = document
+            self._refresh = asyncio.get_running_loop().call_later(REFRESH_SECONDS, self._on_pending)
+        # A pending item is a status line (more is coming): it leads, where the menu is seen.
+        return [completion for completion, _ in sorted(items, key=lambda item: not item[1])]
 
     def _command_completions(self, document: Document) -> Iterator[Completion]:
         typed = document.text_before_cursor
@@ -112,19 +153,22 @@ class MentionCompleter(Completer):
                     display_meta=display_inline_text(help_text),
                 )
 
-    async def _find_files(self, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
+    async def _find_files(self, token: AtToken, cancel: asyncio.Event) -> list[tuple[Completion, bool]]:
         try:
             matches = await self.files.search(token.query, cancel)
         except Exception:  # a failing search must not break the editor
             log.debug("file search failed for %r", token.query, exc_info=True)
             return []
-        return [item for match in matches if (item := _file_completion(token, match)) is not None]
+        return [(item, False) for match in matches if (item := _file_completion(token, match)) is not None]
 
-    async def _ask(self, source: RegisteredSource, token: AtToken, cancel: asyncio.Event) -> list[Completion]:
+    async def _ask(
+        self, source: RegisteredSource, token: AtToken, cancel: asyncio.Event
+    ) -> list[tuple[Completion, bool]]:
+        """The source's items, each with whether it says more is coming."""
         try:
             # The chat always has an agent; only a completer built without a target has none.
             items = await source.complete(cast("Agent", self._target()), token, cancel)
-            return [_mention_completion(token, item) for item in items]
+            return [(_mention_completion(token, item), item.pending) for item in items]
         except Exception:  # failures (cancellation included) just offer nothing from this source
             log.debug("mention completion failed for %r", token.query, exc_info=True)
             return []

@@ -22,11 +22,22 @@ class MentionCompletion:
     `display` and `meta` reach the terminal: escape untrusted text in them with
     `display_inline_text`. `value` goes into the editor as is (end it with a space to close
     the mention).
+
+    `pending` says the source's answer is provisional (it is still gathering what it offers,
+    such as sessions being indexed; the item is typically a status line whose `value` is the
+    token as typed): while the text at the cursor stays as it is, the menu asks every source
+    again every half second by itself, without a keystroke, until no item says `pending`. A
+    pending item leads the menu (before files and other sources' items).
     """
 
     value: str
     display: str
     meta: str = ""
+    pending: bool = False
+
+
+REFRESH_SECONDS = 0.5
+"""How long the `@` menu waits before asking again while an item it shows is `pending`."""
 
 
 CompletionSource = Callable[["Agent", AtToken, "asyncio.Event"], Awaitable[Sequence[MentionCompletion]]]

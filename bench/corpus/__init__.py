@@ -1,0 +1,311 @@
+"""A synthetic, format-faithful home of Claude Code and Codex sessions, for the sources benchmarks.
+
+`generate(out, gb)` writes about `gb` GB: 55 % Claude Code transcripts under
+`out/claude/projects/<escaped cwd>/<uuid>.jsonl`, 45 % Codex rollouts under
+`out/codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`. A quarter of the total is one
+Claude Code transcript, and 17.5 % one Codex rollout (at 2 GB: 500 MB and 350 MB), each with a
+few records of megabytes (every record stays under `RECORD_CAP`) and compactions along the way;
+the rest is about 5,000 small sessions per GB (at most 10,000) of skewed sizes in a dozen cwds.
+Most bytes are tool output, as in real homes. `PLANTED_PHRASE` is in the first prompt of exactly
+three small sessions, named in the result. The same seed writes the same bytes.
+
+Every record is made here (`material`, `claude`, `codex`): no real transcript is read or kept.
+Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--big-claude-gb G] [--big-codex-gb G]`
+(it prints what it wrote); `--gb 9 --big-claude-gb 1.06 --big-codex-gb 0.7` is a home like the
+one issue 37's table was measured on.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.corpus.claude import RECORD_CAP, ClaudeWriter, last_chain_record
+from bench.corpus.codex import CodexWriter
+from bench.corpus.material import (
+    BASE_MS,
+    CWDS,
+    DAY_MS,
+    PLANTED_PHRASE,
+    SEARCH_TOPIC,
+    TOPICS,
+    Blobs,
+    Clock,
+    Habits,
+    Ids,
+    Texts,
+)
+
+__all__ = [
+    "PLANTED_PHRASE",
+    "RECORD_CAP",
+    "SEARCH_TOPIC",
+    "Corpus",
+    "SessionFile",
+    "append_claude",
+    "double_largest",
+    "generate",
+    "write_claude_session",
+]
+
+CLAUDE_SHARE = 0.55
+BIG_CLAUDE_SHARE = 0.25
+BIG_CODEX_SHARE = 0.175
+SESSIONS_PER_GB = 5_000
+MAX_SESSIONS = 10_000
+_BUFFER = 1 << 20
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """One session file the generator wrote: where it is, its session id (with the source's prefix), cwd and size."""
+
+    path: str
+    session_id: str
+    cwd: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What `generate` wrote: the two agent homes to mount, counts, the big files and the planted sessions."""
+
+    root: str
+    claude_dir: str
+    codex_dir: str
+    claude_files: int
+    claude_bytes: int
+    codex_files: int
+    codex_bytes: int
+    big_claude: SessionFile
+    big_codex: SessionFile
+    planted: tuple[str, ...]
+    seconds: float
+
+    @property
+    def files(self) -> int:
+        return self.claude_files + self.codex_files
+
+    @property
+    def bytes(self) -> int:
+        return self.claude_bytes + self.codex_bytes
+
+    def as_json(self) -> dict[str, object]:
+        out = asdict(self)
+        out.update(
+            files=self.files,
+            bytes=self.bytes,
+            planted_phrase=PLANTED_PHRASE,
+            mb_per_s=round(self.bytes / 1e6 / self.seconds, 1) if self.seconds else None,
+        )
+        return out
+
+
+def claude_folder(base: Path, cwd: str) -> Path:
+    """`<base>/projects/<cwd with every character but ASCII letters and digits as '-'>`."""
+    return base / "projects" / "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in cwd)
+
+
+class _Home:
+    """Writes sessions into a Claude Code home (`claude`) and a Codex one (`codex`), keeping the counts."""
+
+    def __init__(self, out: Path, rng: random.Random, blobs: Blobs, *, claude: Path | None = None) -> None:
+        self.claude = claude or out / "claude"
+        self.codex = out / "codex"
+        self.rng = rng
+        self.ids = Ids(rng)
+        self.blobs = blobs
+        self.counts = {"claude": [0, 0], "codex": [0, 0]}
+        self._folders: set[Path] = set()
+
+    def _open(self, path: Path) -> Path:
+        if path.parent not in self._folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
+        return path
+
+    def claude_session(
+        self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "", session_id: bytes | None = None
+    ) -> SessionFile:
+        rng = self.rng
+        sid = session_id or self.ids.uuid()
+        path = claude_folder(self.claude, cwd) / f"{sid.decode()}.jsonl"
+        texts = Texts(rng, rng.choice(TOPICS))
+        with open(self._open(path), "wb", buffering=_BUFFER) as out:
+            writer = ClaudeWriter(
+                out, rng, self.blobs, texts, session_id=sid, cwd=cwd, clock=Clock(start), habits=habits
+            )
+            writer.fill(target, extra)
+            roll = rng.random()
+            writer.metadata(f"work on the {texts.topic}".encode() if roll < 0.1 else None, summary=roll > 0.85)
+        self.counts["claude"][0] += 1
+        self.counts["claude"][1] += writer.written
+        return SessionFile(str(path), f"claude-code:{sid.decode()}", cwd, writer.written)
+
+    def codex_session(self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "") -> SessionFile:
+        rng = self.rng
+        sid = self.ids.uuid()
+        clock = Clock(start)
+        day, stamp = clock.date_path()
+        path = self.codex / "sessions" / day / f"rollout-{stamp}-{sid.decode()}.jsonl"
+        with open(self._open(path), "wb", buffering=_BUFFER) as out:
+            writer = CodexWriter(
+                out, rng, self.blobs, Texts(rng, rng.choice(TOPICS)), cwd=cwd, clock=clock, habits=habits
+            )
+            writer.start(sid)
+            writer.fill(target, extra)
+        self.counts["codex"][0] += 1
+        self.counts["codex"][1] += writer.written
+        return SessionFile(str(path), f"codex:{sid.decode()}", cwd, writer.written)
+
+
+def _targets(rng: random.Random, count: int, total: float) -> list[int]:
+    """`count` file sizes summing to about `total`, skewed as real homes are (many small, a few large)."""
+    weights = [rng.lognormvariate(0.0, 1.1) for _ in range(count)]
+    scale = total / sum(weights)
+    return [max(2_000, int(weight * scale)) for weight in weights]
+
+
+def _big_habits(size: int, heavy_size: int) -> Habits:
+    return Habits(
+        rewind=0.02, compact_every=max(64_000, size // 12), heavy_every=max(1, size // 6), heavy_size=heavy_size
+    )
+
+
+def _start(rng: random.Random) -> int:
+    return BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
+
+
+def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> SessionFile:
+    habits = _big_habits(size, heavy_size=min(3_000_000, max(1, size // 40)))
+    return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
+
+
+def generate(
+    out: Path, gb: float = 2.0, seed: int = 0, *, big_claude_gb: float | None = None, big_codex_gb: float | None = None
+) -> Corpus:
+    """Write the corpus into `out` (which should be empty) and say what was written.
+
+    The two big files are 25 % and 17.5 % of `gb` unless `big_claude_gb` / `big_codex_gb` say
+    otherwise (the issue's 9 GB home had a 1.06 GB transcript and a 700 MB rollout).
+    """
+    big_claude_size = int((gb * BIG_CLAUDE_SHARE if big_claude_gb is None else big_claude_gb) * 1e9)
+    codex_big_size = int((gb * BIG_CODEX_SHARE if big_codex_gb is None else big_codex_gb) * 1e9)
+    if gb <= 0:
+        raise ValueError(f"--gb must be positive, not {gb}")
+    if not (0 < big_claude_size < gb * 1e9 * CLAUDE_SHARE and 0 < codex_big_size < gb * 1e9 * (1 - CLAUDE_SHARE)):
+        raise ValueError(f"each big file must be positive and smaller than its agent's share of {gb} GB")
+    began = time.perf_counter()
+    rng = random.Random(seed)
+    home = _Home(out, rng, Blobs(random.Random(seed + 1)))
+    total = gb * 1e9
+    sessions = max(20, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
+    claude_count = round(sessions * CLAUDE_SHARE)
+    big_claude = _big_claude(home, big_claude_size, CWDS[0])
+    big_codex = home.codex_session(
+        codex_big_size,
+        _big_habits(codex_big_size, heavy_size=min(5_000_000, max(1, codex_big_size // 40))),
+        cwd=CWDS[1],
+        start=BASE_MS + DAY_MS,
+    )
+    small_claude = _targets(rng, claude_count - 1, total * CLAUDE_SHARE - big_claude_size)
+    small_codex = _targets(rng, sessions - claude_count - 1, total * (1 - CLAUDE_SHARE) - codex_big_size)
+    planted = set(rng.sample(range(len(small_claude) + len(small_codex)), 3))
+    planted_ids = []
+    for index, target in enumerate(small_claude + small_codex):
+        plant = index in planted
+        compact = not plant and rng.random() < 0.05
+        habits = Habits(
+            rewind=0.0 if plant else 0.03,
+            compact_every=max(4_000, target // 2) if compact else 0,
+        )
+        extra = f"This is about the {PLANTED_PHRASE} job." if plant else ""
+        cwd = rng.choice(CWDS)
+        if index < len(small_claude):
+            written = home.claude_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+        else:
+            written = home.codex_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+        if plant:
+            planted_ids.append(written.session_id)
+    return Corpus(
+        root=str(out),
+        claude_dir=str(home.claude),
+        codex_dir=str(home.codex),
+        claude_files=home.counts["claude"][0],
+        claude_bytes=home.counts["claude"][1],
+        codex_files=home.counts["codex"][0],
+        codex_bytes=home.counts["codex"][1],
+        big_claude=big_claude,
+        big_codex=big_codex,
+        planted=tuple(sorted(planted_ids)),
+        seconds=time.perf_counter() - began,
+    )
+
+
+def double_largest(corpus: Corpus, out: Path, seed: int = 0) -> Corpus:
+    """The same home in `out` (hard links), except that its big transcript is twice as long."""
+    big = Path(corpus.big_claude.path)
+    for name in ("claude", "codex"):
+        shutil.copytree(Path(corpus.root) / name, out / name, copy_function=os.link)
+    copy = out / big.relative_to(corpus.root)
+    copy.unlink()
+    rng = random.Random(seed)
+    home = _Home(out, rng, Blobs(random.Random(seed + 1)))
+    session = corpus.big_claude.session_id.partition(":")[2].encode()
+    doubled = _big_claude(home, 2 * corpus.big_claude.bytes, corpus.big_claude.cwd, session_id=session)
+    extra = doubled.bytes - corpus.big_claude.bytes
+    return Corpus(
+        root=str(out),
+        claude_dir=str(out / "claude"),
+        codex_dir=str(out / "codex"),
+        claude_files=corpus.claude_files,
+        claude_bytes=corpus.claude_bytes + extra,
+        codex_files=corpus.codex_files,
+        codex_bytes=corpus.codex_bytes,
+        big_claude=doubled,
+        big_codex=corpus.big_codex,
+        planted=corpus.planted,
+        seconds=corpus.seconds,
+    )
+
+
+def append_claude(path: Path, size: int, marker: str, seed: int = 0) -> int:
+    """Append about `size` bytes of turns to a transcript, chained onto its last record; the first
+    prompt carries `marker`. Returns the bytes appended."""
+    last = last_chain_record(path)
+    rng = random.Random(seed)
+    clock = Clock(BASE_MS)
+    clock.ms = _iso_ms(str(last["timestamp"])) + 1000
+    texts = Texts(rng, rng.choice(TOPICS))
+    head = str(last["uuid"]).encode()
+    with path.open("ab", buffering=_BUFFER) as out:
+        writer = ClaudeWriter(
+            out,
+            rng,
+            Blobs(random.Random(seed + 1), count=40),
+            texts,
+            session_id=str(last["sessionId"]).encode(),
+            cwd=str(last["cwd"]),
+            clock=clock,
+            habits=Habits(rewind=0.0),
+            head=head,
+        )
+        writer.fill(size, marker)
+    return writer.written
+
+
+def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2]) -> SessionFile:
+    """One Claude Code transcript of about `size` bytes in the home `base`."""
+    rng = random.Random(seed)
+    home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40), claude=base)
+    return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=_start(rng))
+
+
+def _iso_ms(stamp: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)

@@ -1,0 +1,75 @@
+"""The benchmark corpus generator (`bench.corpus`) writes homes the two sources read as the agents' own."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from bench.corpus import PLANTED_PHRASE, RECORD_CAP, Corpus, append_claude, double_largest, generate
+from dsh_host import Host
+from tests.dsh_sources.conftest import AgentDirs, SourceHost
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in root.rglob("*.jsonl")
+    }
+
+
+def _listed(host: Host) -> set[str]:
+    return {row.id for name in ("claude-code", "codex") for row in host.sources.get(name).list_sessions()}
+
+
+def test_the_sources_read_every_session_and_find_the_planted_phrase_in_exactly_the_planted_ones(
+    tmp_path: Path, agent_dirs: AgentDirs, source_host: SourceHost
+) -> None:
+    corpus = generate(tmp_path, gb=0.01, seed=7)
+    assert Path(corpus.claude_dir) == agent_dirs.claude and Path(corpus.codex_dir) == agent_dirs.codex
+    assert corpus.files == len(list(tmp_path.rglob("*.jsonl"))) == 50
+    assert 0.9e7 < corpus.bytes < 1.2e7
+    host = source_host("session-reference")
+
+    listed = _listed(host)
+    assert len(listed) == corpus.files
+    assert {corpus.big_claude.session_id, corpus.big_codex.session_id, *corpus.planted} <= listed
+    query = host.services.session_query
+    found = asyncio.run(query.search_candidates(PLANTED_PHRASE, target_id=None, target_cwd=None, limit=50))
+    assert len(corpus.planted) == 3
+    assert {row.id for row in found} == set(corpus.planted)
+
+    big = Path(corpus.big_claude.path)
+    lines = big.read_bytes().splitlines()
+    assert sum(map(len, lines)) + len(lines) == big.stat().st_size == corpus.big_claude.bytes
+    assert all(len(line) < RECORD_CAP and type(json.loads(line)) is dict for line in lines)
+    claude = host.sources.get("claude-code")
+    assert claude.check() == [] and host.sources.get("codex").check() == []
+    surface = claude.read_surface(corpus.big_claude.session_id)
+    assert any(event["type"] == "assistant/message" for event in surface.events)
+
+    appended = append_claude(big, 20_000, "the appended marker prompt", seed=3)
+    assert big.stat().st_size == corpus.big_claude.bytes + appended
+    texts = [json.dumps(event) for event in claude.read_surface(corpus.big_claude.session_id).events]
+    assert sum("the appended marker prompt" in text for text in texts) == 1
+
+
+def test_the_same_seed_writes_the_same_bytes_and_a_doubled_variant_links_all_but_the_big_file(tmp_path: Path) -> None:
+    first = generate(tmp_path / "a", gb=0.005, seed=11)
+    again = generate(tmp_path / "b", gb=0.005, seed=11)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    assert _replace_root(first, "a") == _replace_root(again, "b")
+
+    doubled = double_largest(first, tmp_path / "c")
+    big = Path(doubled.big_claude.path)
+    assert big.relative_to(tmp_path / "c") == Path(first.big_claude.path).relative_to(tmp_path / "a")
+    assert 1.9 < big.stat().st_size / first.big_claude.bytes < 2.1
+    for path in (tmp_path / "c").rglob("*.jsonl"):
+        original = tmp_path / "a" / path.relative_to(tmp_path / "c")
+        assert os.path.samefile(path, original) == (path != big)
+
+
+def _replace_root(corpus: Corpus, name: str) -> str:
+    text = json.dumps({**corpus.as_json(), "seconds": 0, "mb_per_s": 0})
+    return text.replace(f"/{name}/", "/ROOT/").replace(f'/{name}"', '/ROOT"')
