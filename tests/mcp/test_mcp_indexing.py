@@ -117,3 +117,16 @@ def test_a_build_that_does_not_cancel_does_not_hold_up_the_end(tmp_path):
     assert time.monotonic() - started < 2.0
     assert (code, rest) == (0, [])
     assert err.splitlines() == ["dsh: warning: mcp: leaving a store read or an index build unfinished"]
+
+
+def test_a_search_in_flight_at_eof_answers_at_once_from_the_index_so_far(tmp_path, indexing):
+    env, _ = indexing
+    mcp = McpProcess(tmp_path, **env)
+    mcp.initialize()
+    mcp.request(1, "tools/call", {"name": "search_sessions", "arguments": {"query": "walrus"}})
+    code, frames, err = mcp.finish()  # EOF right behind it, as `printf ... | dsh mcp`: no time to wait
+    assert (code, err) == (0, "")
+    (answer,) = frames
+    assert answer["id"] == 1
+    assert [s["id"] for s in answer["result"]["structuredContent"]["sessions"]] == ["notes:a.md"]
+    assert answer["result"]["structuredContent"]["indexing"]["notes"]["filesDone"] == 1

@@ -152,6 +152,11 @@ class SessionCatalog:
         if self._indexes is not None:
             self._indexes.start()
 
+    def stop_waiting(self) -> None:
+        """Searches wait no more for the index builds (the server's end has begun)."""
+        if self._indexes is not None:
+            self._indexes.hurry()
+
     async def indexing(self) -> dict[str, IndexProgress]:
         """The sources' unfinished index builds, after waiting up to `SEARCH_WAIT_SECONDS` for them.
 

@@ -120,7 +120,7 @@ async def _serve(catalog: SessionCatalog, server: Server, protocol_out: IO[bytes
         # The indexes build while the client starts up; the end closes the host's sources, which
         # cancels the builds.
         catalog.start_indexing()
-        await serve_stdio(server, reader, writer, stop=stop)
+        await serve_stdio(server, reader, writer, stop=stop, on_end=catalog.stop_waiting)
 
 
 def _run_bounded(main: Awaitable[None], *, then: Callable[[], None]) -> bool:

@@ -11,6 +11,7 @@ closing the host's sources at the end cancels them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -33,6 +34,12 @@ class SourceIndexes:
     def __init__(self, sources: SessionSources) -> None:
         self._sources = sources
         self._starting: asyncio.Future[list[tuple[str, IndexedSource]]] | None = None
+        self._hurry = asyncio.Event()
+
+    def hurry(self) -> None:
+        """Wait no more for the builds: searches answer at once from what is indexed (the end has
+        begun, and the calls in flight have a short grace to answer)."""
+        self._hurry.set()
 
     def start(self) -> None:
         """Start every indexed source's build in the background, once (on a worker thread: opening a
@@ -77,9 +84,10 @@ class SourceIndexes:
             return {}
         while True:
             progress = await asyncio.to_thread(_progress_of, indexed)
-            if not progress or loop.time() >= deadline:
+            if not progress or loop.time() >= deadline or self._hurry.is_set():
                 return progress
-            await asyncio.sleep(min(POLL_SECONDS, max(deadline - loop.time(), 0)))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), min(POLL_SECONDS, max(deadline - loop.time(), 0)))
 
 
 def _log_failure(starting: asyncio.Future[list[tuple[str, IndexedSource]]]) -> None:

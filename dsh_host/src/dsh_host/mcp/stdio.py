@@ -291,12 +291,18 @@ def _sniff_id(head: bytes) -> RequestId | None:
 
 
 async def serve_stdio(
-    server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event
+    server: Server,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    stop: asyncio.Event,
+    on_end: Callable[[], None] | None = None,
 ) -> None:
     """Serve `server` on the framing until EOF or `stop`, then give calls in flight a bounded grace.
 
-    The frame being written when the calls are cancelled is finished (`finish_writing`) before
-    this returns, within `END_SECONDS` of the end's start.
+    `on_end()` is called when the end begins (so calls that wait can stop waiting). The frame
+    being written when the calls are cancelled is finished (`finish_writing`) before this
+    returns, within `END_SECONDS` of the end's start.
     """
     loop = asyncio.get_running_loop()
     framing = StdioFraming(reader, writer)
@@ -307,6 +313,8 @@ async def serve_stdio(
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         deadline = loop.time() + END_SECONDS
+        if on_end is not None:
+            on_end()
         if not serving.done():
             framing.close_input()
             await asyncio.wait({serving}, timeout=GRACE_SECONDS)
