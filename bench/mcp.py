@@ -12,7 +12,9 @@ process on a host of the same configuration, timed in the same run, alternating 
   round trip of a `ping` in the same rounds: the floor of any call over the pipes (two process
   wakeups), which grows with the machine's load.
 - `mcp_search_sessions_100k`: `search_sessions` ("migration bug", a cwd, 50 results) over stdio
-  over 100,000 sessions vs the query service's `search_candidates` of the same in process.
+  over 100,000 sessions vs the query service's `search_candidates` of the same in process; the
+  goal is that stdio adds at most 1.0 ms (a ratio goal would sit below the floor: one `ping`
+  round trip over the same pipes, reported beside it, plus the SDK's own pipeline).
 - `mcp_resources_last_page_100k`: the last `resources/list` page of 100,000 sessions vs the
   first, both over stdio (each round's best of many calls, alternating: the same work at both ends).
 
@@ -48,6 +50,8 @@ CALLS = 60
 ROUNDS = 5
 INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 SEARCH = {"query": "migration bug", "cwd": "/work/p7", "limit": 50}
+SEARCH_ADDED_LIMIT = 0.001
+"""The most seconds stdio may add to a search over the same search in process."""
 
 
 def _environment(home: Path) -> dict[str, str]:
@@ -185,11 +189,13 @@ def large_figures(workdir: Path) -> Iterator[Figure]:
             name="mcp_search_sessions_100k",
             value=stdio,
             baseline=local,
-            target=1.2,
+            added_limit=SEARCH_ADDED_LIMIT,
             note=(
                 f"search_sessions({SEARCH['query']!r}, cwd, limit {SEARCH['limit']}) over 100,000 sessions over "
-                f"stdio vs the query service's search_candidates of the same in process; stdio adds "
-                f"{(stdio - local) * 1000:.2f} ms, a ping round trip takes {ping * 1000:.2f} ms"
+                f"stdio vs the query service's search_candidates of the same in process, median of {ROUNDS} "
+                f"alternating rounds of {CALLS} calls; stdio adds {(stdio - local) * 1000:.2f} ms (goal: at most "
+                f"{SEARCH_ADDED_LIMIT * 1000:.1f} ms); the floor, a ping round trip over the same pipes, takes "
+                f"{ping * 1000:.2f} ms"
             ),
         )
 

@@ -10,8 +10,11 @@ load drifting on a shared machine weighs on all alike), and each figure is a med
 - `startup_ref_mention`: `dsh ref mention ID`.
 - `startup_entry_points` (report): the floor against the same process without reading the
   entry points, so the share of the floor that discovery costs.
-- `startup_<server>_initialize` (report): from spawning `dsh <server>` (a protocol server on
-  stdio: `dsh acp`, `dsh mcp`) to its answer to `initialize`.
+- `startup_<server>_initialize`: from spawning `dsh <server>` (a protocol server on stdio:
+  `dsh acp`, `dsh mcp`) to its answer to `initialize`, against a floor of its own: the floor
+  above that then imports the modules of the protocol's SDK the server needs (`floor_modules`,
+  with the collector off as `dsh mcp` loads them), nothing of dsh. `dsh mcp` has a goal (what
+  dsh adds to loading its SDK); `dsh acp` is reported.
 - `startup_<server>_sdk_import` (report): the part of that time spent importing the protocol's
   SDK, from `-X importtime` runs of the same exchange (value: the SDK's import time; baseline:
   spawn to answer in those runs, which importtime slows alike; the ratio is the SDK's share).
@@ -48,6 +51,9 @@ IMPORTTIME_RUNS = 3
 SESSIONS = 100
 FLOOR = Path(__file__).with_name("startup_floor.py")
 ANSWER_TIMEOUT = 120.0
+MCP_TARGET = 1.25
+"""`dsh mcp`'s spawn-to-initialize-answer over its floor: what dsh adds to loading its SDK (its
+host and plugins, the catalog, the tools' schemas, the handshake) is at most a quarter of it."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,10 @@ class ProtocolServer:
     """The top-level module of the protocol's SDK, whose import time is reported."""
     initialize: Mapping[str, Any]
     """The client's `initialize` request."""
+    floor_modules: tuple[str, ...]
+    """The SDK's modules the server needs, which its floor imports."""
+    target: float | None = None
+    """The goal for spawn-to-answer over the floor (None: reported only)."""
 
 
 PROTOCOL_SERVERS = (
@@ -71,6 +81,7 @@ PROTOCOL_SERVERS = (
             "method": "initialize",
             "params": {"protocolVersion": 1, "clientCapabilities": {}},
         },
+        floor_modules=("acp", "acp.connection", "acp.schema"),
     ),
     ProtocolServer(
         command="mcp",
@@ -85,6 +96,8 @@ PROTOCOL_SERVERS = (
                 "clientInfo": {"name": "bench", "version": "0"},
             },
         },
+        floor_modules=("mcp.server", "mcp.shared.message", "mcp.types"),
+        target=MCP_TARGET,
     ),
 )
 
@@ -250,6 +263,7 @@ def figures(workdir: Path) -> Iterator[Figure]:
     for server in servers:
         _answer_time(scene, server)  # fails here, untimed, when the server cannot start
         timed[server.command] = _until_answer(scene, server)
+        timed[f"floor_{server.command}"] = _python(scene, str(FLOOR), "--import", ",".join(server.floor_modules))
     runs: dict[str, list[float]] = {name: [] for name in timed}
     for _ in range(ROUNDS):
         for name, fn in timed.items():
@@ -279,8 +293,13 @@ def figures(workdir: Path) -> Iterator[Figure]:
         yield Figure(
             f"startup_{server.command}_initialize",
             median[server.command],
-            floor,
-            note=f"spawning dsh {server.command} until its initialize answer; {how}",
+            median[f"floor_{server.command}"],
+            target=server.target,
+            note=(
+                f"spawning dsh {server.command} until its initialize answer vs its floor, the floor above "
+                f"then importing {', '.join(server.floor_modules)} (the SDK's modules it needs); the floor "
+                f"without them takes {floor * 1000:.0f} ms; median of {ROUNDS} alternating runs"
+            ),
         )
         sdk, answer = _sdk_import(scene, server)
         yield Figure(

@@ -42,13 +42,15 @@ def paired_ratio(value: Timing, baseline: Timing) -> float:
 
 @dataclass(frozen=True)
 class Figure:
-    """One benchmark figure: a measured value, its same-run baseline, and the target ratio.
+    """One benchmark figure: a measured value, its same-run baseline, and its goal.
 
     `value` and `baseline` are in `unit` (the overall bests, for timed figures). `paired` is the
     median of per-round time ratios (`paired_ratio`); when set it is the figure's ratio. With
     `absolute` the target is a fixed limit on `value` in `unit` (MB of memory, seconds to a first
     answer) where no baseline makes a ratio meaningful; the baseline and ratio are then reported
-    for context only.
+    for context only. With `added_limit` the goal is the most `value` may exceed `baseline` by (in
+    `unit`), for a figure whose baseline is so small that a ratio would be below the noise of its
+    floor.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Figure:
     higher_is_better: bool = False
     paired: float | None = None
     absolute: bool = False
+    added_limit: float | None = None
 
     @classmethod
     def timed(cls, name: str, value: Timing, baseline: Timing, *, per: float | None = None, **fields: Any) -> Figure:
@@ -89,6 +92,11 @@ class Figure:
         out["ratio"] = round(self.ratio, 3)
         if self.paired is not None:
             out["ratio_of_bests"] = round(self.ratio_of_bests, 3)
+        if self.added_limit is not None:
+            out["added"] = self.value - self.baseline
+            out["met"] = self.value - self.baseline <= self.added_limit
+            return out
+        out.pop("added_limit")
         if self.target is None:
             out["met"] = None
         else:

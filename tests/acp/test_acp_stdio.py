@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.acp.harness import store_events, turn_ends, wait_for_logged
 from tests.processes import dsh_command, frames_of, hermetic_env
+from tests.stalled_pipe import pipe_capacity, wait_until_delivered, wait_until_full
 
 ANSWER = [{"text": "Hello from dsh"}]
 
@@ -173,3 +177,38 @@ def test_sigterm_mid_turn_settles_cancelled_disposes_and_exits_0(tmp_path):
     assert (code, rest) == (0, "")
     events = store_events(tmp_path)[session_id]
     assert turn_ends(events) == ["disposed"]
+
+
+def _stalled_mid_frame(tmp_path: Path) -> tuple[AcpProcess, str]:
+    """`dsh acp` blocked writing a frame many times the pipe's size (the answer to an `initialize`
+    with a huge id) to a client that does not read; the frame's id."""
+    acp = AcpProcess(tmp_path, ANSWER)
+    acp.call("initialize", {"protocolVersion": 1})
+    assert acp.process.stdout is not None and acp.process.stdin is not None
+    big_id = "x" * (12 * pipe_capacity(acp.process.stdout))
+    frame = {"jsonrpc": "2.0", "id": big_id, "method": "initialize", "params": {"protocolVersion": 1}}
+    acp.process.stdin.write((json.dumps(frame) + "\n").encode())
+    acp.process.stdin.flush()
+    wait_until_full(acp.process.stdout)
+    return acp, big_id
+
+
+def _end(acp: AcpProcess, how: str) -> None:
+    """End the input the way `how` says: SIGTERM (waiting until it is delivered) or EOF."""
+    if how == "sigterm":
+        wait_until_delivered(acp.process, signal.SIGTERM)
+    else:
+        assert acp.process.stdin is not None
+        acp.process.stdin.close()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "eof"])
+def test_the_end_mid_write_finishes_the_frame_and_exits_0_within_2_s(tmp_path, how):
+    acp, big_id = _stalled_mid_frame(tmp_path)
+    started = time.monotonic()
+    _end(acp, how)
+    assert acp.process.stdout is not None
+    out = acp.process.stdout.read()
+    assert acp.process.wait(timeout=60) == 0
+    assert time.monotonic() - started < 2.0
+    assert [frame["id"] for frame in frames_of(out.decode())] == [big_id]  # every line a whole frame

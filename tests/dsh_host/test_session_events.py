@@ -209,7 +209,12 @@ def test_a_log_only_events_line_is_exactly_the_standard_compact_encoding(value):
     )
 
 
-@given(st.lists(st.integers(min_value=0, max_value=2**70) | st.floats(allow_nan=False) | st.booleans(), max_size=30))
+@given(
+    st.lists(
+        st.integers(min_value=0, max_value=2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.booleans(),
+        max_size=30,
+    )
+)
 def test_a_line_spells_its_source_seqs_exactly_as_the_standard_compact_encoding(seqs):
     event = Event("assistant/message", 0, 1234, surface_op="append", source_event_seqs=seqs, data_json="{}")
     expected = {"type": "assistant/message", "seq": 0, "time": 1234, "data": {}}
@@ -219,6 +224,12 @@ def test_a_line_spells_its_source_seqs_exactly_as_the_standard_compact_encoding(
         ensure_ascii=False,
         separators=(",", ":"),
     )
+
+
+def test_an_infinite_source_seq_is_written_as_javascript_writes_it():
+    # JSON has no infinity: JSON.stringify writes null, where Python's json module would write Infinity.
+    event = Event("assistant/message", 0, 1234, surface_op="append", source_event_seqs=[float("inf")], data_json="{}")
+    assert '"sourceEventSeqs":[null]' in event.to_line()
 
 
 def test_every_field_of_an_event_is_read_only():

@@ -49,3 +49,10 @@ def tree_state(root: Path) -> dict[str, tuple[bytes, int, int]]:
             data = path.read_bytes() if path.is_file() else b""
             state[str(path.relative_to(root))] = (data, info.st_mtime_ns, info.st_mode)
     return state
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """A monkeypatch for a whole module's tests (hypothesis runs many examples in one test call)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch

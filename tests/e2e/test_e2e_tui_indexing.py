@@ -2,7 +2,7 @@
 
 A home of 400 small Claude Code transcripts, mounted through `gated_claude_code` (the real
 source, its first build held at a gate after 100 files). Cold: typing `@topic` opens a menu
-that says `claude-code · indexing sessions, 100 of 400 files` and lists the sessions indexed so
+that says `Claude Code · indexing sessions, 100 of 400 files` and lists the sessions indexed so
 far; once the test opens the gate, and without another keystroke, the sessions read after it
 appear and the indexing line goes. Warm (a second chat on the same data dir): the sessions are
 there at once and no indexing line shows. Every wait polls the screen under a deadline.

@@ -163,5 +163,5 @@ def test_the_end_does_not_wait_for_a_read_the_database_holds_up(postgres_server,
     assert code == 0
     assert all(frame.get("id") == 1 for frame in rest)  # if anything, the call's own answer
     assert [json.dumps(line) for line in err.splitlines() if "unfinished" in line] == [
-        json.dumps("dsh: warning: mcp: leaving a store read unfinished")
+        json.dumps("dsh: warning: mcp: leaving a store read or an index build unfinished")
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from dsh_host.mcp.stdio import MAX_FRAME_BYTES
 from dsh_host.session.events import SessionHeader
 from dsh_session_reference import encode_uri
 from tests.processes import dsh_command, frames_of, hermetic_env
+from tests.stalled_pipe import pipe_capacity, wait_for_line, wait_until_delivered, wait_until_full
 
 # Its sessions are imported by hand.
 pytestmark = pytest.mark.foreign_logs
@@ -214,6 +216,56 @@ def test_sigterm_ends_it_with_exit_0(tmp_path, served):
     mcp.process.send_signal(signal.SIGTERM)
     code, rest, err = mcp.finish()
     assert (code, rest, err) == (0, [], "")
+
+
+def _stalled_mid_frame(tmp_path: Path, served: dict[str, str]) -> tuple[McpProcess, str]:
+    """`dsh mcp` blocked writing a frame many times the pipe's size to a client that does not read;
+    the frame's id.
+
+    So many that the old end, which dropped the unwritten rest of the frame when the event loop
+    closed, could not let it out while the client started reading during that end.
+    """
+    mcp = McpProcess(tmp_path, **served)
+    mcp.initialize()
+    assert mcp.process.stdout is not None
+    big_id = "x" * min(12 * pipe_capacity(mcp.process.stdout), MAX_FRAME_BYTES - 1_000)
+    mcp.request(big_id, "ping")
+    wait_until_full(mcp.process.stdout)
+    return mcp, big_id
+
+
+def _end(mcp: McpProcess, how: str) -> None:
+    """End the input the way `how` says: SIGTERM (waiting until it is delivered) or EOF."""
+    if how == "sigterm":
+        wait_until_delivered(mcp.process, signal.SIGTERM)
+    else:
+        assert mcp.process.stdin is not None
+        mcp.process.stdin.close()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "eof"])
+def test_the_end_mid_write_finishes_the_frame_and_exits_0_within_2_s(tmp_path, served, how):
+    mcp, big_id = _stalled_mid_frame(tmp_path, served)
+    started = time.monotonic()
+    _end(mcp, how)
+    assert mcp.process.stdout is not None
+    out = mcp.process.stdout.read()
+    assert mcp.process.wait(timeout=60) == 0
+    assert time.monotonic() - started < 2.0
+    assert [frame["id"] for frame in frames_of(out.decode())] == [big_id]  # every line a whole frame
+
+
+@pytest.mark.parametrize("how", ["sigterm", "eof"])
+def test_a_frame_still_in_flight_after_the_calls_grace_is_finished_for_a_late_reader(tmp_path, served, how):
+    mcp, big_id = _stalled_mid_frame(tmp_path, served)
+    _end(mcp, how)
+    assert mcp.process.stderr is not None
+    # The calls' grace is over (the answer is still going out): only now does the client read.
+    wait_for_line(mcp.process.stderr, "mcp: cancelling calls still running")
+    assert mcp.process.stdout is not None
+    out = mcp.process.stdout.read()
+    assert mcp.process.wait(timeout=60) == 0
+    assert [frame["id"] for frame in frames_of(out.decode())] == [big_id]
 
 
 def test_without_session_snapshots_it_refuses_to_start_in_one_line(tmp_path, served):

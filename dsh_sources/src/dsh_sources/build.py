@@ -35,6 +35,8 @@ POOL_BYTES = 32 * 1024 * 1024
 BATCH_FILES = 256
 BATCH_BYTES = 64 * 1024 * 1024
 BATCH_SECONDS = 0.5
+SLOT_POLL_SECONDS = 0.05
+"""How often a build waiting for another source of the same data dir checks its cancel."""
 _SLOTS: dict[Path, threading.Lock] = {}
 _SLOTS_LOCK = threading.Lock()
 
@@ -93,14 +95,24 @@ class Builder:
         self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
 
     def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
-        """Build now; False when another process is the builder (nothing was done)."""
-        with _slot(self.index.path):
+        """Build now; False when another process is the builder or `cancel` came first (nothing was done).
+
+        Waiting for this process's other sources to finish their builds is cancellable: a source
+        closed meanwhile does not wait for another source's build.
+        """
+        slot = _slot(self.index.path)
+        while not slot.acquire(timeout=SLOT_POLL_SECONDS):
+            if cancel.is_set():
+                return False
+        try:
             if not self._lock.acquire():
                 return False
             try:
                 self._build(cancel, report)
             finally:
                 self._lock.release()
+        finally:
+            slot.release()
         return True
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:

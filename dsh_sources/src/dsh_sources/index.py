@@ -29,9 +29,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dsh_host import SearchCancelled
@@ -734,13 +735,19 @@ def _source_json(message: SourceMessage) -> str:
     return _USER_SOURCE if source == {"kind": "user"} else json.dumps(source, separators=(",", ":"), sort_keys=True)
 
 
+_SOURCES: dict[str, Mapping[str, str]] = {}
+"""A user message's source by its JSON: a session has a handful of them (typed, checkpoint)."""
+_DECODE = json.JSONDecoder().decode
+
+
 def _said(row: tuple[str, int, str, str, str | None, str]) -> Said:
     role, when, source, model, stream, texts = row
-    parsed = json.loads(source)
-    message = SourceMessage(role, tuple(json.loads(texts)), when, model=model)
     if role == "user":
-        message = SourceMessage(role, message.texts, when, source=parsed, model=model)
-    return Said(message, stream)
+        parsed = _SOURCES.get(source)
+        if parsed is None:
+            parsed = _SOURCES[source] = MappingProxyType(_DECODE(source))
+        return Said(SourceMessage(role, tuple(_DECODE(texts)), when, parsed, model), stream)
+    return Said(SourceMessage(role, tuple(_DECODE(texts)), when, model=model), stream)
 
 
 def _session(row: tuple[int, int, bytes, str, bytes | None, int, int, bytes | None, int]) -> SessionEntry:

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from dsh_host.hookspecs import JsonValue
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
-_DRAIN_BYTES = 1024 * 1024
-_CANCEL_EVERY = 256
+_BLOCK_BYTES = 1024 * 1024
 
 _decode = json.JSONDecoder().decode
 
@@ -38,7 +37,9 @@ class JsonLines:
     Iterate once; afterwards `skipped` counts every line left out (blank lines are not lines),
     `oversized` those of them that were over `limit` bytes, `consumed` the bytes read through
     the last whole line, and `unfinished` whether a last line without its newline was left.
-    `cancel`, checked every few hundred lines, stops the read with `ReadCancelled`.
+    The file is read in blocks of at most a mebibyte (never more than `limit`), split into lines;
+    a line is held only while it is under `limit`. `cancel`, checked between blocks, stops the
+    read with `ReadCancelled`.
     """
 
     def __init__(self, file: IO[bytes], limit: int = MAX_LINE_BYTES, cancel: threading.Event | None = None) -> None:
@@ -51,48 +52,59 @@ class JsonLines:
         self.unfinished = False
 
     def __iter__(self) -> Iterator[dict[str, JsonValue]]:
-        readline, limit, cancel = self._file.readline, self._limit, self._cancel
-        count = 0
+        read, limit, cancel = self._file.read, self._limit, self._cancel
+        size = min(_BLOCK_BYTES, limit + 1)
+        pending = b""  # the start of a line whose newline has not come yet (at most `limit` bytes)
+        dropping = 0  # bytes of an over-long line passed over so far (0: not in one)
         while True:
-            if cancel is not None:
-                count += 1
-                if count % _CANCEL_EVERY == 0 and cancel.is_set():
-                    raise ReadCancelled
-            line = readline(limit + 1)
-            if not line:
+            if cancel is not None and cancel.is_set():
+                raise ReadCancelled
+            block = read(size)
+            if not block:
+                self.unfinished = bool(dropping) or bool(pending.strip())
                 return
-            if not line.endswith(b"\n"):
-                if len(line) > limit:
-                    drained = self._drain()
-                    if drained is None:
-                        self.unfinished = True
-                        return
-                    self.consumed += len(line) + drained
+            start = 0
+            if dropping or pending:
+                newline = block.find(b"\n")
+                if newline < 0:
+                    if dropping or len(pending) + len(block) > limit:
+                        dropping += len(pending) + len(block)
+                        pending = b""
+                    else:
+                        pending += block
+                    continue
+                start = newline + 1
+                if dropping or len(pending) + newline > limit:
+                    self.consumed += dropping + len(pending) + start
                     self.skipped += 1
                     self.oversized += 1
-                    continue
-                self.unfinished = bool(line.strip())
-                return
-            self.consumed += len(line)
-            try:
-                record = _decode(line.decode("utf-8", "surrogatepass"))
-            except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
-                if line.strip():
-                    self.skipped += 1
+                    dropping, pending = 0, b""
+                else:
+                    line, pending = pending + block[:start], b""
+                    self.consumed += len(line)
+                    record = self._record(line)
+                    if record is not None:
+                        yield record
+            end = block.rfind(b"\n") + 1
+            if end <= start:
+                pending = block[start:]
                 continue
-            if type(record) is dict:
-                yield record
-            else:
-                self.skipped += 1
+            for line in block[start : end - 1].split(b"\n"):
+                self.consumed += len(line) + 1
+                record = self._record(line)
+                if record is not None:
+                    yield record
+            pending = block[end:]
 
-    def _drain(self) -> int | None:
-        """Consume the rest of an over-long line a bounded piece at a time: its bytes, or None at EOF."""
-        readline, size = self._file.readline, min(self._limit + 1, _DRAIN_BYTES)
-        total = 0
-        while True:
-            piece = readline(size)
-            if not piece:
-                return None
-            total += len(piece)
-            if piece.endswith(b"\n"):
-                return total
+    def _record(self, line: bytes) -> dict[str, JsonValue] | None:
+        """The line's JSON object, or None (counted as skipped unless the line is blank)."""
+        try:
+            record = _decode(line.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
+            if line.strip():
+                self.skipped += 1
+            return None
+        if type(record) is dict:
+            return record
+        self.skipped += 1
+        return None

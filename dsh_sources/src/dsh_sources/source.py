@@ -50,7 +50,8 @@ _INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
 """Hosts running the terminal UI: their sources index in the background."""
 
 RECHECK_SECONDS = 1.0
-"""A search trusts an index whose files were all checked less than this long ago (listings always check)."""
+"""A listing or search trusts an index whose files were all checked less than this long ago (a burst of
+calls, as the `@` menu and `dsh mcp` make, stats the agents' files once)."""
 
 
 class TranscriptSource:
@@ -107,6 +108,8 @@ class TranscriptSource:
         with self._thread_lock:
             if self._closed.is_set() or self._building_here():
                 return
+            # Building from now on, as far as anyone asking is told (the thread sets its totals once it has listed).
+            self._builder.progress = replace(self._builder.progress, building=True, complete=False)
             self._thread = threading.Thread(
                 target=self._build_in_background, name=f"dsh-sources-{self.name}", daemon=True
             )
@@ -114,9 +117,12 @@ class TranscriptSource:
 
     def _build_in_background(self) -> None:
         started = time.monotonic()
-        with contextlib.suppress(Exception):  # a failed build leaves the index as it was; the next one tries again
-            if self._builder.run(self._closed, self._report):
-                self._checked = started
+        try:
+            with contextlib.suppress(Exception):  # a failed build leaves the index as it was; the next one tries again
+                if self._builder.run(self._closed, self._report):
+                    self._checked = started
+        finally:
+            self._builder.progress = replace(self._builder.progress, building=False)
 
     def _report(self, progress: IndexProgress) -> None:
         if not self._background:
@@ -132,7 +138,7 @@ class TranscriptSource:
             self.build_index()
 
     def refresh(self) -> None:
-        """Check every file now (in the background: start a build)."""
+        """Check every file now, however recent the last check (in the background: start a build)."""
         self._fresh()
 
     def _sessions(self) -> tuple[dict[str, SessionEntry], _Names, dict[int, str]]:
@@ -200,7 +206,7 @@ class TranscriptSource:
         return SourceConversation(header, messages, self.format.provider)
 
     def list_sessions(self) -> list[SessionRow]:
-        self._fresh()
+        self._fresh(RECHECK_SECONDS)
         entries = self._sessions()[0]
         rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.sources import SourceMessage
@@ -28,7 +28,7 @@ TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Said:
     """A message of a session's current conversation as the index keeps it.
 
@@ -40,7 +40,7 @@ class Said:
     stream: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """A record of a file that others point at by its key (Claude Code's `uuid`).
 
@@ -160,10 +160,30 @@ class Transcript:
     oversized: int = 0
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MS = timedelta(milliseconds=1)
+_DAYS: dict[str, int | None] = {}
+"""Milliseconds at midnight UTC of each date seen in a canonical timestamp (None: not a date)."""
+
+
 def iso_ms(value: JsonValue) -> int | None:
-    """An ISO 8601 timestamp (`2025-01-02T03:04:05.678Z`) in milliseconds, or None."""
+    """An ISO 8601 timestamp (`2025-01-02T03:04:05.678Z`) in milliseconds, or None.
+
+    The form the agents write (UTC, milliseconds, `Z`) is read without a datetime per call: a
+    transcript holds one per record.
+    """
     if not isinstance(value, str) or not value:
         return None
+    if len(value) == 24 and value[10] == "T" and value[19] == "." and value[23] == "Z" and value.isascii():
+        clock = value[11:13], value[14:16], value[17:19], value[20:23]
+        if value[13] == value[16] == ":" and all(part.isdigit() for part in clock):
+            hours, minutes, seconds, millis = map(int, clock)
+            day = _DAYS.get(value[:10], -1)
+            if day == -1:
+                day = _DAYS[value[:10]] = _day_ms(value[:10])
+            if day is None or hours > 23 or minutes > 59 or seconds > 59:
+                return None
+            return max(0, day + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis)
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)
@@ -171,7 +191,15 @@ def iso_ms(value: JsonValue) -> int | None:
         return None
     if moment.tzinfo is None:
         return None
-    return max(0, int(moment.timestamp() * 1000))
+    return max(0, (moment - _EPOCH) // _MS)
+
+
+def _day_ms(date: str) -> int | None:
+    try:
+        moment = datetime.fromisoformat(date + "T00:00:00+00:00")
+    except ValueError:
+        return None
+    return (moment - _EPOCH) // _MS
 
 
 def prompt_title(text: str) -> str | None:

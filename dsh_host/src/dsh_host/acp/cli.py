@@ -1,6 +1,7 @@
 """`dsh acp`: serve one ACP client on stdin/stdout until EOF (or SIGTERM/SIGINT), then exit 0.
 
-From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`).
+From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`), each
+whole (`dsh_host.acp.server`'s shutdown finishes the frame in flight).
 """
 
 from __future__ import annotations

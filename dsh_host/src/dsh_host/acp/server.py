@@ -41,6 +41,7 @@ from pydantic import BaseModel, ValidationError
 
 from dsh_host.agent.agent import Agent
 from dsh_host.agent.tickets import Ticket
+from dsh_host.cli.protocol_stdio import finish_writing
 from dsh_host.models import ModelUnavailable
 from dsh_host.session.session import Session
 
@@ -54,6 +55,8 @@ log = logging.getLogger("dsh.acp")
 
 SHUTDOWN_TIMEOUT = 1.5
 """Seconds the shutdown waits for agents and in-flight prompts before closing regardless."""
+END_SECONDS = 1.7
+"""Seconds after the shutdown starts within which the frame in flight must have reached the client."""
 
 STOP_REASONS: Mapping[str, StopReason] = {
     "completed": "end_turn",
@@ -118,6 +121,7 @@ class AcpServer:
         self._active: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._connection: Connection | None = None
+        self._writer: asyncio.StreamWriter | None = None
         self._requests: dict[str, Handler] = {
             AGENT_METHODS["initialize"]: self._initialize,
             AGENT_METHODS["authenticate"]: self._authenticate,
@@ -132,6 +136,7 @@ class AcpServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event | None = None
     ) -> None:
         """Serve one connection on `reader`/`writer` until EOF or `stop`, then shut down."""
+        self._writer = writer
         connection = self._connection = Connection(handler=self.handle, writer=writer, reader=reader, listening=False)
         receiving = asyncio.ensure_future(connection.main_loop())
         waits: set[asyncio.Future[Any]] = {receiving}
@@ -164,10 +169,12 @@ class AcpServer:
                 self._active.discard(task)
 
     async def _shutdown(self, connection: Connection) -> None:
-        """Settle in-flight prompts `cancelled`, dispose of the agents, close the connection."""
+        """Settle in-flight prompts `cancelled`, dispose of the agents, close the connection, and
+        let the frame in flight out whole."""
         self._closing = True
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + SHUTDOWN_TIMEOUT
+        started = loop.time()
+        deadline = started + SHUTDOWN_TIMEOUT
         # Disposing of an agent ends its running turn `disposed`, which settles its prompt.
         closing = [asyncio.ensure_future(self._close_session(s)) for s in list(self._sessions.values())]
         if closing:
@@ -191,6 +198,11 @@ class AcpServer:
             await asyncio.wait_for(connection.close(), timeout=max(deadline - loop.time(), 0.1))
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("acp: closing the connection: %s", exc or type(exc).__name__)
+        # The close may have cancelled the SDK's sender partway through a frame: the rest of it
+        # still goes out, or the client would read a cut line.
+        assert self._writer is not None
+        if not await finish_writing(self._writer, started + END_SECONDS):
+            log.warning("acp: the client stopped reading: the last frame is cut")
 
     async def _close_session(self, session: _Session) -> None:
         if not session.closed:

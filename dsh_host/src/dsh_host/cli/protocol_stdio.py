@@ -5,6 +5,12 @@ library's output cannot corrupt the stream; the frames go to a private duplicate
 original stdout. Both ends are asyncio streams on non-blocking pipes: no thread ever blocks on
 them, so a transport can stop at any moment.
 
+A frame on stdout is whole or absent. The writer keeps no backlog (`drain()` returns only once
+every byte written is in the pipe), so at most the frame in flight is unwritten when the
+transport stops, and `finish_writing` lets it reach the pipe before the process exits: a
+client that is reading gets it whole, even when the frame is larger than the pipe and the stop
+came while the write was blocked.
+
 Importing this module loads no event loop (a transport's command module imports it, and every
 dsh run registers the commands): the functions that need asyncio import it.
 """
@@ -83,7 +89,9 @@ async def stdio_streams(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A reader on a duplicate of stdin (lines up to `limit` bytes) and a writer on `protocol_out`.
 
-    Both pipes are widened (`widen_pipe`).
+    Both pipes are widened (`widen_pipe`). The writer's `drain()` waits until the pipe holds all
+    that was written, so a frame written and drained is out whole, and a frame not yet drained is
+    the only one in flight (see `finish_writing`).
     """
     import asyncio
 
@@ -97,7 +105,31 @@ async def stdio_streams(
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), protocol_out
     )
+    # No backlog: a writer that drains after each frame has at most that frame in flight.
+    transport.set_write_buffer_limits(high=0)
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def finish_writing(writer: asyncio.StreamWriter, deadline: float) -> bool:
+    """Wait until what was written to `writer` is in the pipe, or until loop time `deadline`.
+
+    Called after the writing tasks stopped (cancelled mid-frame, say) and before the loop
+    closes, which would drop the rest of a frame in flight. False when it is still unwritten at
+    the deadline (the client stopped reading) or the pipe is gone.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    transport = writer.transport
+    while transport.get_write_buffer_size() and not transport.is_closing():
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(writer.drain(), remaining)
+        except (asyncio.TimeoutError, ConnectionError):
+            return False
+    return not transport.get_write_buffer_size()
 
 
 @contextlib.contextmanager

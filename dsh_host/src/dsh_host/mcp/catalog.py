@@ -20,11 +20,16 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
 from dsh_host.jsontypes import Json, JsonValue
+from dsh_host.mcp.indexing import SourceIndexes
+from dsh_host.sources import IndexProgress
 from dsh_host.store.base import ListingKey
 from dsh_host.text import escape_lone_surrogates, iso_utc
 
 PAGE_SIZE = 200
 """Resources per `resources/list` page."""
+SEARCH_WAIT_SECONDS = 2.5
+"""How long a search waits for unfinished index builds before it answers from what is indexed
+(the rest of a 5 s answer is the search itself)."""
 NAMES_KEPT = 4_096
 """How many sessions' names (URI, mention, times) a catalog keeps: a client that searches again
 mostly finds sessions it found before, and naming one costs more than the rest of its result."""
@@ -134,12 +139,32 @@ class SessionCatalog:
 
     Reads go through the host's session query service (so through the store's visibility:
     what row-level security hides does not exist here) and session-reference's preparation.
+    With `indexes`, the sources' index builds are started on `start_indexing` (or the first
+    `indexing`) and searches say how far the unfinished ones are.
     """
 
-    def __init__(self, query: SessionQuery, snapshots: SnapshotService) -> None:
+    def __init__(self, query: SessionQuery, snapshots: SnapshotService, indexes: SourceIndexes | None = None) -> None:
         self._query = query
         self._snapshots = snapshots
+        self._indexes = indexes
         self._named = lru_cache(maxsize=NAMES_KEPT)(self._name)
+
+    def start_indexing(self) -> None:
+        """Start the sources' index builds in the background (needs a running event loop)."""
+        if self._indexes is not None:
+            self._indexes.start()
+
+    def stop_waiting(self) -> None:
+        """Searches wait no more for the index builds (the server's end has begun)."""
+        if self._indexes is not None:
+            self._indexes.hurry()
+
+    async def indexing(self) -> dict[str, IndexProgress]:
+        """The sources' unfinished index builds, after waiting up to `SEARCH_WAIT_SECONDS` for them.
+
+        Empty when every index is complete: a search then sees every session.
+        """
+        return {} if self._indexes is None else await self._indexes.unfinished(SEARCH_WAIT_SECONDS)
 
     @property
     def max_references(self) -> int:

@@ -2,9 +2,10 @@
 
 From startup to exit stdout carries protocol frames only (`dsh_host.cli.protocol_stdio`);
 logs go to stderr (dsh's one line each; the SDK's, warnings and up, as the SDK formats them).
-The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), and a store read
-that still blocks a worker thread after that (a database that stopped answering) does not keep
-the process alive.
+The end is bounded: calls in flight get a short grace (`dsh_host.mcp.stdio`), then the sources
+are closed, which cancels their index builds; a store read that still blocks a worker thread
+after that (a database that stopped answering), or a source whose close does not return (a
+build slow to cancel), does not keep the process alive.
 
 Registering the command (every dsh run) loads none of this: the command's body imports the
 event loop, the catalog (session query, the store) and the SDK.
@@ -13,6 +14,7 @@ event loop, the catalog (session query, the store) and the SDK.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -24,15 +26,18 @@ from dsh_host.cli.protocol_stdio import check_transport, stdout_to_stderr
 from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable, Iterator
+
+    from mcp.server import Server
 
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog
 
 log = logging.getLogger("dsh.mcp")
 
-THREADS_GRACE_SECONDS = 0.5
-"""How long the end waits for worker threads (store reads) after the calls were cancelled."""
+THREADS_GRACE_SECONDS = 0.4
+"""How long the end waits for worker threads (store reads) and the sources' close (their index
+builds cancelled) after the calls were cancelled."""
 SDK_MISSING = "dsh mcp needs the MCP SDK: pip install 'dsh-host[mcp]'"
 NO_SNAPSHOTS = (
     "dsh mcp needs session snapshots, which no mounted plugin provides: "
@@ -55,13 +60,19 @@ def mcp(host: Host) -> None:
     dsh-session: URI. Reads only, through the configured store. Logs go to stderr.
     """
     check_transport("mcp", "mcp", SDK_MISSING)
-    catalog = session_catalog(host)
+    with _collector_paused():
+        from dsh_host import __version__
+        from dsh_host.mcp.server import build_server
+
+        catalog = session_catalog(host)
+        server = build_server(catalog, version=__version__)
     with stdout_to_stderr() as protocol_out:
-        if not _run_bounded(_serve(catalog, protocol_out)):
+        if not _run_bounded(_serve(catalog, server, protocol_out), then=host.sources.close):
             # A worker thread is still blocked in a store read whose call was cancelled (a
-            # database that stopped answering): waiting for it would hold the client's shutdown
-            # hostage, so the process ends here, the store closed first.
-            log.warning("mcp: leaving a store read unfinished")
+            # database that stopped answering), or a source is still cancelling its index build:
+            # waiting for it would hold the client's shutdown hostage, so the process ends here,
+            # the store closed first.
+            log.warning("mcp: leaving a store read or an index build unfinished")
             with contextlib.suppress(Exception):
                 host.close()
             sys.stderr.flush()
@@ -71,36 +82,53 @@ def mcp(host: Host) -> None:
 def session_catalog(host: Host) -> SessionCatalog:
     """The catalog `dsh mcp` serves for `host`; `SnapshotsMissing` when nothing provides snapshots."""
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+    from dsh_host.mcp.indexing import SourceIndexes
 
     snapshots = host.services.providing(SnapshotService)
     query = host.services.get("session_query")
     if snapshots is None or query is None:
         raise SnapshotsMissing(NO_SNAPSHOTS)
-    return SessionCatalog(query, snapshots)
+    # `host.sources` is made here, on this thread; the builds open the sources on a worker thread.
+    return SessionCatalog(query, snapshots, SourceIndexes(host.sources))
 
 
-async def _serve(catalog: SessionCatalog, protocol_out: IO[bytes]) -> None:
-    import gc
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector off for the block, then freeze what it made.
 
-    from dsh_host import __version__
+    The block loads the SDK and builds the server: hundreds of thousands of objects (the SDK's
+    schema models above all) that live as long as the process. Collections while they are made
+    find nothing to free (they took about a tenth of the start-up), and frozen, no collection a call
+    triggers walks them again.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+async def _serve(catalog: SessionCatalog, server: Server, protocol_out: IO[bytes]) -> None:
     from dsh_host.cli.protocol_stdio import stdio_streams, stop_on_signals
-    from dsh_host.mcp.server import build_server
     from dsh_host.mcp.stdio import MAX_FRAME_BYTES, serve_stdio
 
-    server = build_server(catalog, version=__version__)
-    # Everything loaded so far (the SDK's many schema objects above all) lives as long as the
-    # process: the collector need not walk it again at every full collection a call triggers.
-    gc.freeze()
     with stop_on_signals() as stop:
         reader, writer = await stdio_streams(protocol_out, limit=MAX_FRAME_BYTES)
-        await serve_stdio(server, reader, writer, stop=stop)
+        # The indexes build while the client starts up; the end closes the host's sources, which
+        # cancels the builds.
+        catalog.start_indexing()
+        await serve_stdio(server, reader, writer, stop=stop, on_end=catalog.stop_waiting)
 
 
-def _run_bounded(main: Awaitable[None]) -> bool:
-    """Run `main` on a new event loop; False when its worker threads do not all end soon after.
+def _run_bounded(main: Awaitable[None], *, then: Callable[[], None]) -> bool:
+    """Run `main` on a new event loop, then `then()` once its worker threads ended; False when
+    they and `then` are not all done within `THREADS_GRACE_SECONDS` of the loop's end.
 
-    As `asyncio.run`, except that the worker threads (store reads) are waited for at most
-    `THREADS_GRACE_SECONDS`, not for as long as they run.
+    As `asyncio.run`, except that the worker threads (store reads) are not waited for as long
+    as they run.
     """
     import asyncio
     import threading
@@ -121,8 +149,13 @@ def _run_bounded(main: Awaitable[None]) -> bool:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-    # A daemon thread waits for the workers, so this one can stop waiting.
-    waiting = threading.Thread(target=workers.shutdown, name="dsh-mcp-shutdown", daemon=True)
+
+    def end() -> None:
+        workers.shutdown()
+        then()
+
+    # A daemon thread waits for the workers and runs `then`, so this one can stop waiting.
+    waiting = threading.Thread(target=end, name="dsh-mcp-shutdown", daemon=True)
     waiting.start()
     waiting.join(THREADS_GRACE_SECONDS)
     return not waiting.is_alive()

@@ -18,7 +18,9 @@ Writing never fails on a string strict UTF-8 cannot hold: a frame the SDK's seri
 (a lone surrogate in an error message, say) is written with the surrogate escaped.
 
 `serve_stdio` bounds the end: at EOF on stdin or when `stop` is set, reading stops, calls in
-flight have `GRACE_SECONDS` to answer, and whatever is still running then is cancelled. (The
+flight have `GRACE_SECONDS` to answer, and whatever is still running then is cancelled; the
+frame in flight is then finished (a frame on stdout is whole or absent), within `END_SECONDS`
+of the end's start. (The
 SDK, told of the EOF at once, would answer every call in flight `Connection closed`: the
 framing tells it only once they are answered, so `printf '...' | dsh mcp` gets its answers.)
 """
@@ -48,12 +50,15 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from dsh_host.cli.protocol_stdio import finish_writing
 from dsh_host.jsontypes import Json, JsonValue
 
 log = logging.getLogger("dsh.mcp")
 
 GRACE_SECONDS = 1.0
 """How long calls in flight at EOF or stop may take to answer before they are cancelled."""
+END_SECONDS = 1.4
+"""How long after EOF or stop the last frame may take to reach the pipe (the grace included)."""
 MAX_FRAME_BYTES = 16 * 2**20
 """The longest line read as a frame; a longer one is answered `-32600` and skipped."""
 _HEAD_BYTES = 2**16
@@ -193,6 +198,11 @@ class StdioFraming:
             await self._writer.drain()
 
     async def _write_frame(self, frame: bytes) -> None:
+        """Write one frame and wait until it is all in the pipe (`stdio_streams` keeps no backlog).
+
+        The frame enters the transport whole, in one call; cancelled while it is still going
+        out, it is finished by `serve_stdio`'s end.
+        """
         try:
             self._writer.writelines((frame, b"\n"))
             await self._writer.drain()
@@ -281,9 +291,20 @@ def _sniff_id(head: bytes) -> RequestId | None:
 
 
 async def serve_stdio(
-    server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event
+    server: Server,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    stop: asyncio.Event,
+    on_end: Callable[[], None] | None = None,
 ) -> None:
-    """Serve `server` on the framing until EOF or `stop`, then give calls in flight a bounded grace."""
+    """Serve `server` on the framing until EOF or `stop`, then give calls in flight a bounded grace.
+
+    `on_end()` is called when the end begins (so calls that wait can stop waiting). The frame
+    being written when the calls are cancelled is finished (`finish_writing`) before this
+    returns, within `END_SECONDS` of the end's start.
+    """
+    loop = asyncio.get_running_loop()
     framing = StdioFraming(reader, writer)
     serving = asyncio.ensure_future(
         framing.run(lambda inbound, outbound: server.run(inbound, outbound, server.create_initialization_options()))
@@ -291,6 +312,9 @@ async def serve_stdio(
     waits = {serving, asyncio.ensure_future(stop.wait()), asyncio.ensure_future(framing.input_ended.wait())}
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        deadline = loop.time() + END_SECONDS
+        if on_end is not None:
+            on_end()
         if not serving.done():
             framing.close_input()
             await asyncio.wait({serving}, timeout=GRACE_SECONDS)
@@ -300,5 +324,7 @@ async def serve_stdio(
         for waiting in waits:
             waiting.cancel()
         await asyncio.wait(waits)
+    if not await finish_writing(writer, deadline):
+        log.warning("mcp: the client stopped reading: the last frame is cut")
     if not serving.cancelled() and serving.exception() is not None:
         raise serving.exception()  # type: ignore[misc]

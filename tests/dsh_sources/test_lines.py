@@ -1,0 +1,76 @@
+"""Reading JSON lines in blocks gives what reading them one by one gives; timestamps read fast read the same."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_sources import lines as lines_module
+from dsh_sources.lines import JsonLines
+from dsh_sources.transcript import iso_ms
+
+PIECES = st.sampled_from(
+    [b'{"a": 1}', b'{"b": "xyz"}', b"[1]", b"not json", b"", b"  ", b'{"c": {"d": [1, 2]}}', b'{"e']
+)
+
+
+def reference(data: bytes, limit: int) -> tuple[list[object], int, int, int, bool]:
+    *whole, tail = data.split(b"\n")
+    records: list[object] = []
+    skipped = oversized = 0
+    for line in whole:
+        if len(line) > limit:
+            skipped, oversized = skipped + 1, oversized + 1
+            continue
+        try:
+            record = json.loads(line.decode("utf-8", "surrogatepass"))
+        except ValueError:
+            skipped += bool(line.strip())
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            skipped += 1
+    return records, skipped, oversized, len(data) - len(tail), len(tail) > limit or bool(tail.strip())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.tuples(PIECES, st.booleans()), max_size=12),
+    limit=st.integers(1, 40),
+    block=st.integers(1, 50),
+)
+def test_block_reads_equal_line_reads(monkeypatch_module, pieces, limit, block):
+    monkeypatch_module.setattr(lines_module, "_BLOCK_BYTES", block)
+    data = b"".join(piece + (b"\n" if ended else b"") for piece, ended in pieces)
+    read = JsonLines(io.BytesIO(data), limit=limit)
+    records = list(read)
+    assert (records, read.skipped, read.oversized, read.consumed, read.unfinished) == reference(data, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1)))
+def test_the_agents_timestamp_form_is_read_as_the_general_parser_reads_it(moment):
+    canonical = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    general = datetime.fromisoformat(canonical[:-1] + "+00:00")
+    assert iso_ms(canonical) == (general - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)
+    assert iso_ms(canonical.replace("T", " ")) == iso_ms(canonical)  # the general parser's answer, the same
+
+
+def test_timestamps_that_are_no_moment_are_none():
+    for text in (
+        "2025-13-01T00:00:00.000Z",
+        "2025-02-30T00:00:00.000Z",
+        "2025-01-01T24:00:00.000Z",
+        "2025-01-01T00:60:00.000Z",
+        "2025-01-01T00:00:60.000Z",
+        "2025-01-01T0a:00:00.000Z",
+        "2025-01-01T00:00:00.000",
+        "",
+        "yesterday",
+    ):
+        assert iso_ms(text) is None, text
