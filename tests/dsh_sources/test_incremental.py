@@ -131,7 +131,7 @@ def test_a_grown_transcript_is_read_only_where_it_grew(tmp_path):
     observer = Observer(tmp_path, ClaudeCodeFormat(tmp_path / "claude"), path)
     observer.observe()
     first = observer.index.file(str(path))
-    assert first is not None and first.offset == path.stat().st_size
+    assert first is not None and first.seen.offset == path.stat().st_size
     count = len(t.records)
     t.user("second question")
     t.reply(("thinking", "hidden"), ("text", "second"), ("text", "answer"))

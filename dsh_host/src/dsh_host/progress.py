@@ -26,3 +26,12 @@ def progress_reporter(task: str) -> Callable[[int, int], None]:
         report_progress(task, done, total)
 
     return report
+
+
+def byte_size(count: float) -> str:
+    """A byte count for people: `512 B`, `1.2 MB`, `5.1 GB`."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    raise AssertionError("unreachable")

@@ -56,7 +56,9 @@ class _Task:
 
     @property
     def cost(self) -> int:
-        return self.info.st_size - self.entry.offset if self.grows and self.entry is not None else self.info.st_size
+        return (
+            self.info.st_size - self.entry.seen.offset if self.grows and self.entry is not None else self.info.st_size
+        )
 
 
 class BuildLock:
@@ -129,7 +131,9 @@ class Builder:
         if gone:
             self.index.forget(gone)
         tasks = [
-            _Task(path, info, entry, entry is not None and (info.st_dev, info.st_ino) == (entry.dev, entry.ino))
+            _Task(
+                path, info, entry, entry is not None and (info.st_dev, info.st_ino) == (entry.seen.dev, entry.seen.ino)
+            )
             for path, info in listed.items()
             for entry in (known.get(path),)
             if entry is None or not unchanged(entry, info)
@@ -196,7 +200,7 @@ class _Batch:
 
     def add(self, read: FileRead, cost: int) -> None:
         self._reads.append(read)
-        self._bytes += read.offset
+        self._bytes += read.seen.offset
         self._cost += cost
         if (
             len(self._reads) >= BATCH_FILES

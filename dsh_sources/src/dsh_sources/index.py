@@ -141,12 +141,14 @@ CREATE TABLE IF NOT EXISTS builds (
 """
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """What the index knows of one file (its state is loaded only when the file is read on)."""
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """A file as a read saw it: identity, size and mtime, how far it was read, and the fingerprints.
 
-    pk: int
-    path: str
+    `offset` is the end of the last whole line read; `head` the digest of the first `head_len`
+    bytes and `tail` that of the bytes just before the offset (see `reading`).
+    """
+
     dev: int
     ino: int
     size: int
@@ -155,6 +157,15 @@ class FileEntry:
     head_len: int
     head: bytes
     tail: bytes
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What the index knows of one file (its state is loaded only when the file is read on)."""
+
+    pk: int
+    path: str
+    seen: Observed
     generation: int
     skipped: int
     oversized: int
@@ -167,14 +178,7 @@ class FileRead:
     """The result of reading a file (from its start when `fresh`, else on from its offset)."""
 
     path: str
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    offset: int
-    head_len: int
-    head: bytes
-    tail: bytes
+    seen: Observed
     fresh: bool
     skipped: int
     oversized: int
@@ -293,7 +297,7 @@ class SourceIndex:
             _FILE_COLUMNS + "FROM files WHERE source = ?",
             (self.source,),
         )
-        return {os.fsdecode(row[1]): FileEntry(row[0], os.fsdecode(row[1]), *row[2:]) for row in rows}
+        return {os.fsdecode(row[1]): _file_entry(row) for row in rows}
 
     def file(self, path: str) -> FileEntry | None:
         """One file's entry."""
@@ -305,7 +309,7 @@ class SourceIndex:
             )
             .fetchone()
         )
-        return None if row is None else FileEntry(row[0], path, *row[2:])
+        return None if row is None else _file_entry(row)
 
     def state(self, pk: int) -> Json | None:
         """The projector's state of a file (None when it has none)."""
@@ -691,17 +695,24 @@ class NothingStored:
         return []
 
 
+def _file_entry(row: tuple[int, bytes, int, int, int, int, int, int, bytes, bytes, int, int, int, int]) -> FileEntry:
+    pk, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, generation, skipped, oversized, keyed = row
+    seen = Observed(dev, ino, size, mtime_ns, offset, head_len, head, tail)
+    return FileEntry(pk, os.fsdecode(path), seen, generation, skipped, oversized, bool(keyed))
+
+
 def _file_values(read: FileRead) -> FileValues:
     """A read's values for `files`, from `dev` to `keyed`."""
+    seen = read.seen
     return (
-        read.dev,
-        read.ino,
-        read.size,
-        read.mtime_ns,
-        read.offset,
-        read.head_len,
-        read.head,
-        read.tail,
+        seen.dev,
+        seen.ino,
+        seen.size,
+        seen.mtime_ns,
+        seen.offset,
+        seen.head_len,
+        seen.head,
+        seen.tail,
         json.dumps(read.update.state, ensure_ascii=True, separators=(",", ":")),
         read.skipped,
         read.oversized,

@@ -87,14 +87,14 @@ class JsonLines:
                         yield record
             end = block.rfind(b"\n") + 1
             if end <= start:
-                pending = block[start:]
+                pending, dropping = _held(block[start:], limit)
                 continue
             for line in block[start : end - 1].split(b"\n"):
                 self.consumed += len(line) + 1
                 record = self._record(line)
                 if record is not None:
                     yield record
-            pending = block[end:]
+            pending, dropping = _held(block[end:], limit)
 
     def _record(self, line: bytes) -> dict[str, JsonValue] | None:
         """The line's JSON object, or None (counted as skipped unless the line is blank)."""
@@ -108,3 +108,8 @@ class JsonLines:
             return record
         self.skipped += 1
         return None
+
+
+def _held(rest: bytes, limit: int) -> tuple[bytes, int]:
+    """What to keep of a line's start (and how much of it is passed over when it is already too long)."""
+    return (b"", len(rest)) if len(rest) > limit else (rest, 0)

@@ -17,7 +17,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO
 
-from dsh_sources.index import FileEntry, FileRead, NothingStored, SourceIndex
+from dsh_sources.index import FileEntry, FileRead, NothingStored, Observed, SourceIndex
 from dsh_sources.lines import JsonLines
 from dsh_sources.transcript import Reread, Stored, Transcript, TranscriptFormat
 
@@ -41,20 +41,21 @@ def _window(fd: int, start: int, length: int) -> bytes:
 def unchanged(entry: FileEntry, info: os.stat_result) -> bool:
     """Whether the file is as the index last saw it (nothing to read)."""
     return (
-        (info.st_dev, info.st_ino) == (entry.dev, entry.ino)
-        and info.st_size == entry.size
-        and info.st_mtime_ns == entry.mtime_ns
+        (info.st_dev, info.st_ino) == (entry.seen.dev, entry.seen.ino)
+        and info.st_size == entry.seen.size
+        and info.st_mtime_ns == entry.seen.mtime_ns
     )
 
 
 def grew(entry: FileEntry, fd: int, info: os.stat_result) -> bool:
     """Whether the open file is the entry's file with bytes only added after the offset."""
-    if not entry.keyed or (info.st_dev, info.st_ino) != (entry.dev, entry.ino) or info.st_size < entry.offset:
+    seen = entry.seen
+    if not entry.keyed or (info.st_dev, info.st_ino) != (seen.dev, seen.ino) or info.st_size < seen.offset:
         return False
-    head = _window(fd, 0, entry.head_len)
-    tail_start = max(0, entry.offset - FINGERPRINT_BYTES)
-    tail = _window(fd, tail_start, entry.offset - tail_start)
-    return _digest(head) == entry.head and _digest(tail) == entry.tail
+    head = _window(fd, 0, seen.head_len)
+    tail_start = max(0, seen.offset - FINGERPRINT_BYTES)
+    tail = _window(fd, tail_start, seen.offset - tail_start)
+    return _digest(head) == seen.head and _digest(tail) == seen.tail
 
 
 def read_file(
@@ -75,7 +76,7 @@ def read_file(
         stored: Stored = NothingStored()
         offset = 0
         if entry is not None and index is not None and grew(entry, fd, info):
-            state, stored, offset = index.state(entry.pk), index.stored(entry.pk), entry.offset
+            state, stored, offset = index.state(entry.pk), index.stored(entry.pk), entry.seen.offset
         try:
             return _read(fmt, path, file, info, entry, state, stored, offset, cancel)
         except Reread:
@@ -108,16 +109,19 @@ def _read(
     tail_start = max(0, end - FINGERPRINT_BYTES)
     fresh = state is None
     skipped, oversized = (0, 0) if fresh or entry is None else (entry.skipped, entry.oversized)
+    seen = Observed(
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        end,
+        head_len,
+        _digest(_window(fd, 0, head_len)),
+        _digest(_window(fd, tail_start, end - tail_start)),
+    )
     return FileRead(
         path=path,
-        dev=info.st_dev,
-        ino=info.st_ino,
-        size=info.st_size,
-        mtime_ns=info.st_mtime_ns,
-        offset=end,
-        head_len=head_len,
-        head=_digest(_window(fd, 0, head_len)),
-        tail=_digest(_window(fd, tail_start, end - tail_start)),
+        seen=seen,
         fresh=fresh,
         skipped=skipped + lines.skipped,
         oversized=oversized + lines.oversized,

@@ -109,7 +109,7 @@ class TranscriptSource:
             if self._closed.is_set() or self._building_here():
                 return
             # Building from now on, as far as anyone asking is told (the thread sets its totals once it has listed).
-            self._builder.progress = replace(self._builder.progress, building=True, complete=False)
+            self._builder.progress = IndexProgress(building=True)
             self._thread = threading.Thread(
                 target=self._build_in_background, name=f"dsh-sources-{self.name}", daemon=True
             )
@@ -431,10 +431,10 @@ class IndexingNotice:
     def _how_far(source: TranscriptSource) -> str | None:
         """How far the source's build is, for the line (None: no build worth a line)."""
         progress = source.build_index(background=True)
-        if progress.complete:
+        if progress.complete or not progress.building:
             return None
-        if progress.building:  # listed: nothing to read is as good as done
-            return f"{progress.files_done:,} of {progress.files_total:,} files" if progress.files_total else None
+        if progress.files_total:
+            return f"{progress.files_done:,} of {progress.files_total:,} files"
         if not source._building_here():
             return None
         # Listing the files: worth a line only when the index was not complete before.

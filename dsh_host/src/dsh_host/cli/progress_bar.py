@@ -13,17 +13,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+from dsh_host.progress import byte_size
+
 WIDTH = 30
 DELAY_SECONDS = 1.0
-
-
-def byte_size(count: float) -> str:
-    """A byte count for people: `512 B`, `1.2 MB`, `5.1 GB`."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    raise AssertionError("unreachable")
 
 
 def _duration(seconds: float) -> str:

@@ -367,7 +367,7 @@ def index(host: Host) -> None:
     import of another agent's sessions, say), with the same progress on a terminal. One line
     per source says what was read and how large the index is.
     """
-    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.progress import byte_size
     from dsh_host.sources import IndexedSource
 
     for name, source in host.sources.every():
@@ -438,7 +438,7 @@ def check(host: Host, session_id: str | None, source_name: str | None, as_json: 
 
 def _index_size(host: Host) -> str:
     """` (index 12.3 MB)`: the size on disk of the sources' indexes (each file counted once), or nothing."""
-    from dsh_host.cli.progress_bar import byte_size
+    from dsh_host.progress import byte_size
     from dsh_host.sources import IndexedSource
 
     sizes = {

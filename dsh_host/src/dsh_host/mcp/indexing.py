@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
+from dsh_host.progress import byte_size
 from dsh_host.sources import IndexedSource, IndexProgress
 
 if TYPE_CHECKING:
@@ -113,19 +114,15 @@ def progress_json(progress: IndexProgress) -> dict[str, int]:
 
 def progress_line(unfinished: dict[str, IndexProgress]) -> str:
     """One line saying that a search answered from partial indexes, and how far each has come."""
-    parts = ", ".join(
-        f"{name} {state.files_done:,} of {state.files_total:,} files ({_size(state.bytes_done)} of "
-        f"{_size(state.bytes_total)})"
-        for name, state in unfinished.items()
-    )
+    parts = ", ".join(f"{name} {_how_far(state)}" for name, state in unfinished.items())
     return (
         f"Still indexing sessions ({parts}): these results come from what is indexed so far; "
         "search again later for the rest."
     )
 
 
-def _size(count: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"
+def _how_far(state: IndexProgress) -> str:
+    if not state.files_total:
+        return "listing files"
+    done, total = byte_size(state.bytes_done), byte_size(state.bytes_total)
+    return f"{state.files_done:,} of {state.files_total:,} files ({done} of {total})"
