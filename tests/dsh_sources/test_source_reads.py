@@ -141,14 +141,16 @@ def test_the_menu_says_listing_files_on_a_cold_index_and_nothing_on_a_warm_one(m
         source = host.sources.get("claude-code")
         assert isinstance(source, TranscriptSource)
         fmt = source.format = source._builder.format = ListingGate(agent_dirs.claude)
-        items = asyncio.run(notice(None, token, asyncio.Event()))  # starts the build, which waits to list
+        try:
+            items = asyncio.run(notice(None, token, asyncio.Event()))  # starts the build, which waits to list
+        finally:
+            fmt.gate.set()  # whatever the menu said, the build must not wait past the test
         if warm:
             assert items == []  # the index was complete: checking it is no news
         else:
             assert [(item.display, item.pending) for item in items] == [
                 ("Claude Code · indexing sessions, listing files", True)
             ]
-        fmt.gate.set()
         assert source._thread is not None
         source._thread.join()
         assert asyncio.run(notice(None, token, asyncio.Event())) == []

@@ -27,6 +27,8 @@ NAME = "notes"
 class SlowIndexSource(NotesSource):
     """Notes whose index is built by a background build the test releases."""
 
+    display_name = "Slow notes"
+
     def __init__(self, folder: Path, release: Path, *, hang_on_close: bool = False) -> None:
         super().__init__(folder)
         self._release = release

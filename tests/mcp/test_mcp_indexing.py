@@ -72,7 +72,7 @@ def test_a_search_mid_build_answers_from_the_index_so_far_and_says_so(tmp_path, 
     found, line = partial["content"]
     assert found["text"].startswith('{"sessions": [')
     assert line["text"] == (
-        f"Still indexing sessions (notes 1 of 2 files ({sizes[0]} B of {sum(sizes)} B)): these results come "
+        f"Still indexing sessions (Slow notes 1 of 2 files ({sizes[0]} B of {sum(sizes)} B)): these results come "
         "from what is indexed so far; search again later for the rest."
     )
 

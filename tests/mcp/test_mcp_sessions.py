@@ -334,9 +334,9 @@ async def test_a_cursor_not_handed_out_is_invalid_params(corpus):
 
 
 def test_the_command_comes_with_the_plugin_and_needs_session_snapshots(cli, make_host):
-    cli.plugins = ["session-reference"]  # an explicit list without mcp: no command
+    cli.plugins = ["session-reference"]  # an explicit list without mcp: the command says what would mount it
     code, _, err = cli("mcp")
-    assert code == 2 and "No such command 'mcp'" in err
+    assert code == 2 and err.startswith('dsh: error: command "mcp" belongs to plugin "mcp", installed but not mounted')
     cli.plugins = ["session-reference", "mcp"]
     assert cli("mcp")[2] == "dsh: error: dsh mcp: stdout must be a pipe or a socket (it carries protocol frames only)\n"
     with pytest.raises(Exception, match=NO_SNAPSHOTS):

@@ -37,6 +37,10 @@ class SourceIndexes:
         self._starting: asyncio.Future[list[tuple[str, IndexedSource]]] | None = None
         self._hurry = asyncio.Event()
 
+    def display_name(self, name: str) -> str:
+        """The name a person knows source `name`'s agent by."""
+        return self._sources.display_name(name)
+
     def hurry(self) -> None:
         """Wait no more for the builds: searches answer at once from what is indexed (the end has
         begun, and the calls in flight have a short grace to answer)."""

@@ -54,7 +54,7 @@ from dsh_host.mcp.catalog import (
     SessionCatalog,
     UnknownResource,
 )
-from dsh_host.mcp.indexing import progress_json, progress_line
+from dsh_host.mcp.indexing import progress_json
 
 log = logging.getLogger("dsh.mcp")
 
@@ -181,7 +181,7 @@ def tools_for(catalog: SessionCatalog) -> MCPServer:
         content: list[ContentBlock] = [TextContent(type="text", text=search_text(found))]
         structured: dict[str, object] = {"sessions": [session.to_json() for session in found]}
         if unfinished:
-            content.append(TextContent(type="text", text=progress_line(unfinished)))
+            content.append(TextContent(type="text", text=catalog.indexing_line(unfinished)))
             structured["indexing"] = {name: progress_json(state) for name, state in unfinished.items()}
         return CallToolResult(content=content, structured_content=structured)
 
