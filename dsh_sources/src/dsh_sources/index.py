@@ -637,7 +637,9 @@ class SourceIndex:
 
 
 class StoredFile:
-    """What the index holds of one file (see `transcript.Stored`)."""
+    """What the index holds of one file (see `transcript.Stored`); a file read on keeps its nodes."""
+
+    keeps_nodes = True
 
     def __init__(self, index: SourceIndex, file: int) -> None:
         self._index = index
@@ -680,7 +682,10 @@ class StoredFile:
 
 
 class NothingStored:
-    """The `transcript.Stored` of a file read from its start."""
+    """The `transcript.Stored` of a file read from its start (`keeps_nodes`: see `reading.KEYED_BYTES`)."""
+
+    def __init__(self, keeps_nodes: bool = True) -> None:
+        self.keeps_nodes = keeps_nodes
 
     def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
         return {}

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 FINGERPRINT_BYTES = 4096
 KEYED_BYTES = 4 * 1024 * 1024
-"""The index keeps the record keys (`Node`s) of files at least this large; a smaller file that grows
-is read again from its start, which costs less than keeping a key for each of its records."""
+"""Files at least this large are read on from their offset when they grow (the index keeps what that
+needs, such as Claude Code's record keys); a smaller one is read again from its start, which costs
+less than keeping a key for each of its records."""
 
 
 def _digest(data: bytes) -> bytes:
@@ -73,14 +74,14 @@ def read_file(
         fd = file.fileno()
         info = os.fstat(fd)
         state: Json | None = None
-        stored: Stored = NothingStored()
+        stored: Stored = NothingStored(info.st_size >= KEYED_BYTES)
         offset = 0
         if entry is not None and index is not None and grew(entry, fd, info):
             state, stored, offset = index.state(entry.pk), index.stored(entry.pk), entry.seen.offset
         try:
             return _read(fmt, path, file, info, entry, state, stored, offset, cancel)
         except Reread:
-            return _read(fmt, path, file, info, entry, None, NothingStored(), 0, cancel)
+            return _read(fmt, path, file, info, entry, None, NothingStored(info.st_size >= KEYED_BYTES), 0, cancel)
 
 
 def _read(
@@ -102,7 +103,7 @@ def _read(
         projector.feed(record)
     update = projector.finish()
     end = offset + lines.consumed
-    keyed = not update.nodes or end >= KEYED_BYTES
+    keyed = stored.keeps_nodes
     if not keyed:
         update = replace(update, nodes=())
     head_len = min(FINGERPRINT_BYTES, end)
@@ -138,7 +139,7 @@ def read_whole(fmt: TranscriptFormat, path: str) -> Transcript | None:
     A last line without its newline counts as skipped, as `dsh sessions check` reports it.
     """
     with open(path, "rb") as file:
-        projector = fmt.projector(path, None, NothingStored())
+        projector = fmt.projector(path, None, NothingStored(keeps_nodes=False))
         lines = JsonLines(file)
         for record in lines:
             projector.feed(record)

@@ -94,6 +94,9 @@ class Reread(Exception):
 class Stored(Protocol):
     """What the index holds of the file a projector continues."""
 
+    keeps_nodes: bool
+    """Whether the index keeps the nodes of this read (when not, a projector may leave them out)."""
+
     def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
         """The stored nodes among `keys`, by key."""
         ...

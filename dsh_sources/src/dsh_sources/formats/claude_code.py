@@ -324,9 +324,10 @@ class _Projector:
             leaf = self._last_visible
         else:
             leaf = None
+        keyed = self._stored.keeps_nodes
         if leaf is None:
             off_chain = tuple(Node(node.uuid, node.parent, node.role is not None) for node in self._nodes.values())
-            return self._update(self._count, (), None, off_chain)
+            return self._update(self._count, (), None, off_chain if keyed else ())
         self._leaf = leaf.uuid
         path, joint = self._walk(leaf, old)
         out: list[Said] = []
@@ -341,6 +342,10 @@ class _Projector:
                 out.append(
                     Said(SourceMessage(message.role, texts, message.time, message.source, message.model), last.stream)
                 )
+        if not keyed:  # the index keeps no nodes of this read: the messages are all it needs
+            for _ in _extend(out, path):
+                pass
+            return self._update(keep, tuple(out), cut, ())
         rows: list[Node] = []
         on_chain: set[str] = set()
         for place, (node, count) in enumerate(_extend(out, path), at):
