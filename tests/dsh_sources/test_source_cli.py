@@ -231,3 +231,22 @@ def test_sessions_index_builds_on_purpose_and_says_what_it_read(dsh_cli, agents)
     code, out, _ = dsh_cli("sessions", "index")
     lines = dict(line.split(": ", 1) for line in out.splitlines())
     assert lines["claude-code"].startswith("1 of 1 changed files read") and lines["codex"].startswith("0 of 0")
+
+
+def test_a_configured_folder_that_does_not_exist_is_reported_and_a_default_one_is_not(dsh_cli, tmp_path):
+    dsh_cli.plugins = ["session-reference", "claude-code", "codex"]
+    missing = tmp_path / "no-such-claude"
+    config = tmp_path / "dsh.toml"
+    config.write_text(f'[sources.claude-code]\ndir = "{missing}"\n', encoding="utf-8")
+    dsh_cli.env.update({"DSH_CONFIG": str(config), "CODEX_HOME": str(tmp_path / "no-codex-either")})
+    line = f'dir = "{missing}" does not exist (set in [sources.claude-code]): no sessions are read'
+    code, out, _ = dsh_cli("config")
+    assert code == 0 and f"# note: sources.claude-code: {line}" in out.splitlines()
+    assert "codex" not in "".join(row for row in out.splitlines() if row.startswith("# note"))
+    code, out, _ = dsh_cli("sessions", "check")
+    assert (code, out.splitlines()) == (0, [f"claude-code  {line}"])
+    code, out, _ = dsh_cli("sessions", "check", "--source", "claude-code", "--json")
+    assert json.loads(out) == {"source": "claude-code", "problem": line}
+    missing.mkdir()
+    code, out, _ = dsh_cli("sessions", "check")
+    assert code == 0 and out.endswith(": no problems\n")

@@ -12,6 +12,7 @@ one session's file itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -68,8 +69,10 @@ class TranscriptSource:
         *,
         background: bool = False,
         display_name: str | None = None,
+        configured: Path | None = None,
     ) -> None:
         self.name = name
+        self._configured = configured
         self.display_name = display_name or name
         self.format = fmt
         self.index = index
@@ -313,6 +316,14 @@ class TranscriptSource:
         ]
         return sorted(out, key=lambda row: rank(row, target_cwd, group_by_cwd))
 
+    def problems(self) -> list[str]:
+        """A folder set as `[sources.<name>] dir` that does not exist (a default one that does not is no problem)."""
+        folder = self._configured
+        if folder is None or folder.is_dir():
+            return []
+        shown = json.dumps(str(folder), ensure_ascii=False)
+        return [f"dir = {shown} does not exist (set in [sources.{self.name}]): no sessions are read"]
+
     def close(self) -> None:
         self._closed.set()
         thread = self._thread
@@ -376,11 +387,17 @@ def register_source(
 
     def open_source(host: Host, table: dict[str, Any]) -> TranscriptSource:
         reject_unknown(table_name, table, ("dir",))
-        configured = read_str(table_name, table, "dir", None) or os.environ.get(variable)
+        explicit = read_str(table_name, table, "dir", None)
+        configured = explicit or os.environ.get(variable)
         folder = Path(configured).expanduser() if configured else Path.home() / default
         index = SourceIndex(index_path(host.data_dir), name, projection)
         return TranscriptSource(
-            name, make_format(folder), index, background=host in _INTERACTIVE, display_name=display_name
+            name,
+            make_format(folder),
+            index,
+            background=host in _INTERACTIVE,
+            display_name=display_name,
+            configured=folder if explicit else None,
         )
 
     register(name, open_source)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from dsh_host.terminal_text import display_inline_text
+
 if TYPE_CHECKING:
     from dsh_host.host import Host
     from dsh_host.jsontypes import JsonValue
@@ -51,12 +53,14 @@ def plugins(host: Host, as_json: bool) -> None:
 def config(host: Host, as_json: bool) -> None:
     """Show the effective configuration and where each part came from."""
     cfg = host.config
+    problems = [f"sources.{name}: {line}" for name, line in host.sources.problems()]
     data = {
         "file": str(cfg.path) if cfg.path else None,
         "data_dir": str(host.data_dir),
         "config": cfg.data,
         "origins": dict(cfg.origins),
         "mounted": [p.name for p in host.mounted],
+        "problems": problems,
     }
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
@@ -70,3 +74,5 @@ def config(host: Host, as_json: bool) -> None:
     if "plugins" not in cfg.host:
         names = ", ".join(p.name for p in host.mounted) or "(none)"
         click.echo(f"host.plugins = (installed defaults: {names})    # defaults")
+    for problem in problems:
+        click.echo(f"# note: {display_inline_text(problem)}")

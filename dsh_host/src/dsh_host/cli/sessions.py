@@ -472,7 +472,14 @@ def _report_sources(host: Host, session_id: str | None, source_name: str | None,
         files = sum(len(host.sources.get(name).list_sessions()) for name in names)
     for name, report in reports:
         click.echo(_source_line(name, report, as_json))
-    return files, len(reports)
+    checked = {host.sources.owner(session_id)} if session_id is not None else set(names)
+    problems = [(name, line) for name, line in host.sources.problems() if name in checked]
+    for name, line in problems:
+        if as_json:
+            click.echo(inert_json(json.dumps({"source": name, "problem": line}, ensure_ascii=False)))
+        else:
+            click.echo(f"{display_inline_text(name)}  {display_inline_text(line)}")
+    return files, len(reports) + len(problems)
 
 
 def _report_exposure(host: Host, as_json: bool) -> int:

@@ -10,6 +10,8 @@ session. docs/sources.md describes the seam.
 - `IndexedSource` and `IndexProgress`: a source that keeps an index of the agent's files, and
   how far its build has come (what the host shows while a person or a client waits);
   `report_index_progress` tells a build's progress to the front end.
+- `SourceProblems`: a source that says what is wrong with how it is set up (`dsh config`,
+  `dsh sessions check`).
 - `SourceFileReport`: a file with lines a source could not read (`dsh sessions check`);
   `SourceReadOnly`: the refusal of a write. The protocol a source implements,
   `SessionSource`, is exported from `dsh_host` itself, beside `SessionStore`.
@@ -28,6 +30,7 @@ from dsh_host.sources.base import (
     IndexedSource,
     IndexProgress,
     SourceFileReport,
+    SourceProblems,
     SourceReadOnly,
     report_index_progress,
 )
@@ -46,6 +49,7 @@ __all__ = [
     "SourceConversation",
     "SourceFileReport",
     "SourceMessage",
+    "SourceProblems",
     "SourceReadOnly",
     "report_index_progress",
 ]

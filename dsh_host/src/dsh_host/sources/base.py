@@ -131,6 +131,19 @@ class SessionSource(Protocol):
         ...
 
 
+@runtime_checkable
+class SourceProblems(Protocol):
+    """A source that can say what is wrong with how it is set up (optional, checked with `isinstance`).
+
+    `dsh config` shows the lines as notes and `dsh sessions check` reports them.
+    """
+
+    def problems(self) -> list[str]:
+        """One line per problem a person should fix (a configured folder that does not exist), found without
+        reading the agent's files; empty when there is none."""
+        ...
+
+
 @dataclass(frozen=True)
 class IndexProgress:
     """How far a source's index of the agent's files has come.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_host.hookspecs import SourceFactory
-from dsh_host.sources.base import SessionSource, SourceReadOnly
+from dsh_host.sources.base import SessionSource, SourceProblems, SourceReadOnly
 
 if TYPE_CHECKING:
     from pluggy import HookRelay
@@ -97,6 +97,15 @@ class SessionSources:
     def every(self) -> list[tuple[str, SessionSource]]:
         """Every source, opened, by name in registration order."""
         return [(name, self.get(name)) for name in self._factories]
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(source name, line) for every problem the sources say they have (`SourceProblems`)."""
+        return [
+            (name, line)
+            for name, source in self.every()
+            if isinstance(source, SourceProblems)
+            for line in source.problems()
+        ]
 
     def refuse_write(self, session_id: str) -> None:
         """Raise `SourceReadOnly` when a source serves `session_id` (before any write to it)."""
