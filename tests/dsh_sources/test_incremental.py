@@ -185,16 +185,22 @@ def test_an_append_cut_by_a_crash_and_completed_later_is_read_once_whole(tmp_pat
     observer.close()
 
 
-@pytest.mark.parametrize("change", ["truncated", "replaced", "head rewritten", "tail rewritten"])
-def test_a_file_changed_other_than_by_appending_is_read_from_its_start(tmp_path, change):
+def observed_rollout(tmp_path: Path, turns: int) -> tuple[CodexRollout, Path, Observer]:
+    """A rollout of `turns` prompts and answers, written and read once into an index."""
     r = CodexRollout()
     r.meta()
-    for n in range(40):
+    for n in range(turns):
         r.user(f"prompt {n}")
         r.assistant(f"answer {n}")
     path = r.write(tmp_path / "codex")
     observer = Observer(tmp_path, CodexFormat(tmp_path / "codex"), path)
     observer.observe()
+    return r, path, observer
+
+
+@pytest.mark.parametrize("change", ["truncated", "replaced", "head rewritten", "tail rewritten"])
+def test_a_file_changed_other_than_by_appending_is_read_from_its_start(tmp_path, change):
+    _, path, observer = observed_rollout(tmp_path, 40)
     data = path.read_bytes()
     if change == "truncated":
         path.write_bytes(data[: len(data) // 2].rsplit(b"\n", 2)[0] + b"\n")
@@ -221,14 +227,7 @@ def test_a_file_changed_other_than_by_appending_is_read_from_its_start(tmp_path,
 @pytest.mark.parametrize("then", ["rollback", "legacy compaction"])
 def test_codex_history_rewritten_past_what_was_just_read(tmp_path, turns, then):
     """A rollback or an older compaction that reaches back into messages stored by an earlier read."""
-    r = CodexRollout()
-    r.meta()
-    for n in range(4):
-        r.user(f"prompt {n}")
-        r.assistant(f"answer {n}")
-    path = r.write(tmp_path / "codex")
-    observer = Observer(tmp_path, CodexFormat(tmp_path / "codex"), path)
-    observer.observe()
+    r, path, observer = observed_rollout(tmp_path, 4)
     count = len(r.lines())
     r.user("one more")
     if then == "rollback":
