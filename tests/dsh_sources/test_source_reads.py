@@ -1,4 +1,4 @@
-"""Reads that must survive the agents' files changing under them, and the freshness index."""
+"""Reads that must survive the agents' files changing under them, and what the index re-reads."""
 
 from __future__ import annotations
 
