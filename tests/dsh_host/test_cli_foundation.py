@@ -88,9 +88,10 @@ def test_syntax_error_is_one_line_exit_2(dsh, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "usage", "command"),
     [
-        (["--help"], "Usage: dsh [OPTIONS] COMMAND [ARGS]...", "sessions"),
-        (["-h"], "Usage: dsh [OPTIONS] COMMAND [ARGS]...", "run"),
-        (["sessions", "--help"], "Usage: dsh sessions [OPTIONS] COMMAND [ARGS]...", "search"),
+        # The usage line's rest depends on click's version (`COMMAND` or `[COMMAND]`).
+        (["--help"], "Usage: dsh [OPTIONS] ", "sessions"),
+        (["-h"], "Usage: dsh [OPTIONS] ", "run"),
+        (["sessions", "--help"], "Usage: dsh sessions [OPTIONS] ", "search"),
     ],
 )
 def test_help_works_with_a_configuration_that_does_not_parse(dsh, tmp_path, argv, usage, command):
