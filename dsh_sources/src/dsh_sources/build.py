@@ -26,7 +26,7 @@ from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
 from dsh_sources.index import FileEntry, FileRead, SourceIndex
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.reading import read_file, unchanged
+from dsh_sources.reading import commit, read_file, unchanged
 from dsh_sources.transcript import TranscriptFormat
 from dsh_sources.workers import Workers, worker_count
 
@@ -194,17 +194,15 @@ class _Batch:
         self._builder = builder
         self._report = report
         self._reads: list[FileRead] = []
-        self._bytes = 0
         self._cost = 0
         self._started = time.monotonic()
 
     def add(self, read: FileRead, cost: int) -> None:
         self._reads.append(read)
-        self._bytes += read.seen.offset
         self._cost += cost
         if (
             len(self._reads) >= BATCH_FILES
-            or self._bytes >= BATCH_BYTES
+            or self._cost >= BATCH_BYTES
             or time.monotonic() - self._started >= BATCH_SECONDS
         ):
             self.flush()
@@ -212,13 +210,7 @@ class _Batch:
     def flush(self) -> None:
         builder = self._builder
         if self._reads:
-            stale = builder.index.put(self._reads)
-            retried = []
-            for path in stale:
-                with contextlib.suppress(OSError):
-                    retried.append(read_file(builder.format, path, builder.index.file(path), builder.index))
-            if retried:
-                builder.index.put(retried)
+            commit(builder.format, builder.index, self._reads, None)
             progress = builder.progress
             builder.progress = replace(
                 progress,
@@ -226,5 +218,5 @@ class _Batch:
                 bytes_done=min(progress.bytes_total, progress.bytes_done + self._cost),
             )
             builder._tell(self._report)
-        self._reads, self._bytes, self._cost = [], 0, 0
+        self._reads, self._cost = [], 0
         self._started = time.monotonic()

@@ -39,7 +39,7 @@ from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.transcript import Node, Said, Update
+from dsh_sources.transcript import Facts, Node, Said, Update
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
@@ -62,6 +62,15 @@ _FILE_COLUMNS = (
     "SELECT pk, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, generation, skipped, oversized, keyed "
 )
 _STAMP = "UPDATE sources SET stamp = stamp + 1 WHERE name = ?"
+_INSERT_NODE = "INSERT OR REPLACE INTO nodes (file, key, parent, says, at, msgs, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_SESSION = (
+    "INSERT INTO sessions (pk, file, agent_id, cwd, created_at, updated_at, title, messages) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_TEXT = "INSERT INTO texts (rowid, text) VALUES (?, ?)"
 _USER_SOURCE = json.dumps({"kind": "user"}, separators=(",", ":"))
 # The best-ranked message of each session: SQLite gives a bare column the row its min() came from.
 _BEST_PER_SESSION = (
@@ -239,6 +248,16 @@ class SourceIndex:
             with contextlib.suppress(FileNotFoundError):
                 withdraw_exposure(own)  # the folder is dsh's own: an older, looser one is tightened
         conn = self._connection()
+        if not _current(conn, source, projection):
+            self._upgrade(conn, projection)
+        legacy = path.parent.parent / LEGACY_FILE
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{legacy}{suffix}")
+
+    def _upgrade(self, conn: sqlite3.Connection, projection: int) -> None:
+        """Bring the schema to this version and the source's entries to this projection (a write)."""
+        source = self.source
         with self._transaction(conn):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
@@ -254,10 +273,6 @@ class SourceIndex:
                     conn, [pk for (pk,) in conn.execute("SELECT pk FROM files WHERE source = ?", (source,))]
                 )
                 conn.execute("INSERT OR REPLACE INTO sources (name, projection) VALUES (?, ?)", (source, projection))
-        legacy = path.parent.parent / LEGACY_FILE
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{legacy}{suffix}")
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -336,11 +351,16 @@ class SourceIndex:
                 marks = ",".join("?" * len(paths))
                 sql = f"SELECT path FROM files WHERE source = ? AND path IN ({marks})"
                 known.update(path for (path,) in conn.execute(sql, (self.source, *paths)))
-            first_seen = [read for read in reads if read.fresh and os.fsencode(read.path) not in known]
-            self._put_first_seen(conn, first_seen)
+            first_seen: list[FileRead] = []
             for read in reads:
-                if os.fsencode(read.path) in known and not self._put(conn, read):
+                if os.fsencode(read.path) in known:
+                    if not self._put(conn, read):
+                        stale.append(read.path)
+                elif read.fresh:
+                    first_seen.append(read)
+                else:  # read on from an entry that is gone meanwhile
                     stale.append(read.path)
+            self._put_first_seen(conn, first_seen)
             conn.execute(_STAMP, (self.source,))
         return stale
 
@@ -356,50 +376,25 @@ class SourceIndex:
         messages: list[tuple[object, ...]] = []
         texts: list[tuple[int, str | bytes]] = []
         for file, read in enumerate(reads, next_file):
-            update = read.update
             files.append((file, self.source, os.fsencode(read.path), *_file_values(read)))
-            nodes.extend((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes)
-            facts = update.facts
+            nodes.extend(_node_values(file, read.update))
+            facts = read.update.facts
             if facts is None:
                 continue
-            session, next_session = next_session, next_session + 1
-            sessions.append(
-                (
-                    session,
-                    file,
-                    facts.agent_id,
-                    _blob(facts.cwd),
-                    facts.created_at,
-                    facts.updated_at,
-                    _blob(facts.title),
-                    facts.messages,
-                )
-            )
-            base = session << ORD_BITS
-            rows = read.rows if read.rows is not None else message_rows(update.tail)
-            rows = rows[: 1 << ORD_BITS]
-            messages.extend((base + row[0], *row[1:8]) for row in rows)
-            texts.extend((base + row[0], row[8]) for row in rows)
+            sessions.append(_session_values(next_session, file, facts))
+            session_messages, session_texts = _message_values(next_session << ORD_BITS, read, room=1 << ORD_BITS)
+            messages.extend(session_messages)
+            texts.extend(session_texts)
+            next_session += 1
         conn.executemany(
             "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, state, "
             "skipped, oversized, unfinished, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             files,
         )
-        conn.executemany(
-            "INSERT INTO sessions (pk, file, agent_id, cwd, created_at, updated_at, title, messages) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            sessions,
-        )
-        conn.executemany(
-            "INSERT OR REPLACE INTO nodes (file, key, parent, says, at, msgs, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            nodes,
-        )
-        conn.executemany(
-            "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            messages,
-        )
-        conn.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
+        conn.executemany(_INSERT_SESSION, sessions)
+        conn.executemany(_INSERT_NODE, nodes)
+        conn.executemany(_INSERT_MESSAGE, messages)
+        conn.executemany(_INSERT_TEXT, texts)
 
     def stamp(self) -> int:
         """A number that changes whenever this source's part of the index is written (by any process)."""
@@ -407,90 +402,48 @@ class SourceIndex:
         return 0 if row is None else int(row[0])
 
     def _put(self, conn: sqlite3.Connection, read: FileRead) -> bool:
-        path = os.fsencode(read.path)
-        row = conn.execute(
-            "SELECT pk, generation FROM files WHERE source = ? AND path = ?", (self.source, path)
+        """Write a read of a file the index has an entry for (False: the entry changed since the read began)."""
+        pk, generation = conn.execute(
+            "SELECT pk, generation FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(read.path))
         ).fetchone()
-        generation = None if row is None else row[1]
         if not read.fresh and generation != read.generation:
             return False  # a read from the start holds all it needs; one that went on needs its entry unchanged
-        values = _file_values(read)
-        if row is None:
-            cursor = conn.execute(
-                "INSERT INTO files (source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, state, "
-                "skipped, oversized, unfinished, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (self.source, path, *values),
-            )
-            pk = cursor.lastrowid
-            assert pk is not None
-        else:
-            pk = row[0]
-            if read.fresh:
-                self._forget_files(conn, [pk], keep_file=True)
-            conn.execute(
-                "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, offset = ?, head_len = ?, head = ?, "
-                "tail = ?, state = ?, skipped = ?, oversized = ?, unfinished = ?, keyed = ?, "
-                "generation = generation + 1 "
-                "WHERE pk = ?",
-                (*values, pk),
-            )
-        self._apply(conn, pk, read, new=row is None)
-        return True
-
-    def _apply(self, conn: sqlite3.Connection, file: int, read: FileRead, *, new: bool) -> None:
-        """Write a read's session, messages and nodes (`new`: the file had no entry, so nothing to replace)."""
+        if read.fresh:
+            self._forget_files(conn, [pk], keep_file=True)
+        conn.execute(
+            "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, offset = ?, head_len = ?, head = ?, "
+            "tail = ?, state = ?, skipped = ?, oversized = ?, unfinished = ?, keyed = ?, "
+            "generation = generation + 1 WHERE pk = ?",
+            (*_file_values(read), pk),
+        )
         update = read.update
         facts = update.facts
-        row = None if new else conn.execute("SELECT pk, agent_id FROM sessions WHERE file = ?", (file,)).fetchone()
+        row = conn.execute("SELECT pk, agent_id FROM sessions WHERE file = ?", (pk,)).fetchone()
         if row is not None and (facts is None or facts.agent_id != row[1]):
             self._forget_session(conn, row[0])
             row = None
-        if update.cut is not None and not new:
-            if update.cut < 0:
-                conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at IS NOT NULL", (file,))
-            else:
-                conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at > ?", (file, update.cut))
-        if update.nodes:
-            conn.executemany(
-                "INSERT OR REPLACE INTO nodes (file, key, parent, says, at, msgs, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes),
-            )
+        if update.cut is not None:
+            conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at > ?", (pk, update.cut))
+        conn.executemany(_INSERT_NODE, _node_values(pk, update))
         if facts is None:
-            return
-        session_values = (
-            _blob(facts.cwd),
-            facts.created_at,
-            facts.updated_at,
-            _blob(facts.title),
-            facts.messages,
-        )
+            return True
         if row is None:
-            cursor = conn.execute(
-                "INSERT INTO sessions (file, agent_id, cwd, created_at, updated_at, title, messages) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (file, facts.agent_id, *session_values),
-            )
-            session = cursor.lastrowid
-            assert session is not None
+            session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
+            conn.execute(_INSERT_SESSION, _session_values(session, pk, facts))
         else:
             session = row[0]
             conn.execute(
                 "UPDATE sessions SET cwd = ?, created_at = ?, updated_at = ?, title = ?, messages = ? WHERE pk = ?",
-                (*session_values, session),
+                (*_session_values(session, pk, facts)[3:], session),
             )
-        base = session << ORD_BITS
-        first, last = base + update.keep, base + (1 << ORD_BITS) - 1
-        if not new:
-            conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
-            conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
-        rows = read.rows if read.rows is not None else message_rows(update.tail)
-        rows = rows[: max(0, (1 << ORD_BITS) - update.keep)]
-        conn.executemany(
-            "INSERT INTO messages (rowid, role, time, source, model, stream, turn, texts) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((first + row[0], *row[1:8]) for row in rows),
-        )
-        conn.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", ((first + row[0], row[8]) for row in rows))
+        first = (session << ORD_BITS) + update.keep
+        last = ((session + 1) << ORD_BITS) - 1
+        conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
+        conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
+        messages, texts = _message_values(first, read, room=(1 << ORD_BITS) - update.keep)
+        conn.executemany(_INSERT_MESSAGE, messages)
+        conn.executemany(_INSERT_TEXT, texts)
+        return True
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""
@@ -706,6 +659,25 @@ def _file_entry(row: tuple[int, bytes, int, int, int, int, int, int, bytes, byte
     return FileEntry(pk, os.fsdecode(path), seen, generation, skipped, oversized, bool(keyed))
 
 
+def _node_values(file: int, update: Update) -> list[tuple[object, ...]]:
+    return [(file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes]
+
+
+def _session_values(session: int, file: int, facts: Facts) -> tuple[object, ...]:
+    """A session's row for `sessions`, from `pk` to `messages`."""
+    cwd, title = _blob(facts.cwd), _blob(facts.title)
+    return (session, file, facts.agent_id, cwd, facts.created_at, facts.updated_at, title, facts.messages)
+
+
+def _message_values(
+    first: int, read: FileRead, *, room: int
+) -> tuple[list[tuple[object, ...]], list[tuple[int, str | bytes]]]:
+    """A read's new messages as rows of `messages` and `texts` from rowid `first`, at most `room` of them."""
+    rows = read.rows if read.rows is not None else message_rows(read.update.tail)
+    rows = rows[: max(0, room)]
+    return [(first + row[0], *row[1:8]) for row in rows], [(first + row[0], row[8]) for row in rows]
+
+
 def _file_values(read: FileRead) -> FileValues:
     """A read's values for `files`, from `dev` to `keyed`."""
     seen = read.seen
@@ -769,6 +741,15 @@ def _said(row: tuple[str, int, str, str, str | None, str]) -> Said:
 def _session(row: tuple[int, int, bytes, str, bytes | None, int, int, bytes | None, int]) -> SessionEntry:
     pk, file, path, agent_id, cwd, created, updated, title, messages = row
     return SessionEntry(pk, file, os.fsdecode(path), agent_id, _text(cwd), created, updated, _text(title), messages)
+
+
+def _current(conn: sqlite3.Connection, source: str, projection: int) -> bool:
+    """Whether the index file has this schema and `source`'s entries this projection (a read: opening an
+    index as it should be takes no write lock, which a builder in another process may hold)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        return False
+    row = conn.execute("SELECT projection FROM sources WHERE name = ?", (source,)).fetchone()
+    return row is not None and row[0] == projection
 
 
 def _alive(pid: int) -> bool:

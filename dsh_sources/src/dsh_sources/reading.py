@@ -11,6 +11,7 @@ the last few kilobytes before the offset, is not seen: agents append and do not 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -18,8 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_sources.index import FileEntry, FileRead, NothingStored, Observed, SourceIndex
-from dsh_sources.lines import JsonLines
-from dsh_sources.transcript import Reread, Stored, Transcript, TranscriptFormat
+from dsh_sources.lines import JsonLines, ReadCancelled
+from dsh_sources.transcript import Reread, Stored, Transcript, TranscriptFormat, Update
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
@@ -73,15 +74,40 @@ def read_file(
     with open(path, "rb") as file:
         fd = file.fileno()
         info = os.fstat(fd)
-        state: Json | None = None
-        stored: Stored = NothingStored(info.st_size >= KEYED_BYTES)
-        offset = 0
+        from_start = NothingStored(info.st_size >= KEYED_BYTES)
         if entry is not None and index is not None and grew(entry, fd, info):
-            state, stored, offset = index.state(entry.pk), index.stored(entry.pk), entry.seen.offset
-        try:
-            return _read(fmt, path, file, info, entry, state, stored, offset, cancel)
-        except Reread:
-            return _read(fmt, path, file, info, entry, None, NothingStored(info.st_size >= KEYED_BYTES), 0, cancel)
+            try:
+                state = index.state(entry.pk)
+                return _read(fmt, path, file, info, entry, state, index.stored(entry.pk), entry.seen.offset, cancel)
+            except Reread:
+                pass
+        return _read(fmt, path, file, info, entry, None, from_start, 0, cancel)
+
+
+def _project(
+    fmt: TranscriptFormat,
+    path: str,
+    file: BinaryIO,
+    state: Json | None,
+    stored: Stored,
+    cancel: threading.Event | None,
+) -> tuple[Update, JsonLines]:
+    """Feed the file's lines from its position to a projector going on from `state`; its update and the lines read."""
+    projector = fmt.projector(path, state, stored)
+    lines = JsonLines(file, cancel=cancel)
+    for record in lines:
+        projector.feed(record)
+    return projector.finish(), lines
+
+
+def commit(fmt: TranscriptFormat, index: SourceIndex, reads: list[FileRead], cancel: threading.Event | None) -> None:
+    """Write `reads`; a file whose entry another writer changed meanwhile is read again once and written."""
+    again: list[FileRead] = []
+    for path in index.put(reads):
+        with contextlib.suppress(OSError, ReadCancelled):
+            again.append(read_file(fmt, path, index.file(path), index, cancel))
+    if again:
+        index.put(again)
 
 
 def _read(
@@ -97,11 +123,7 @@ def _read(
 ) -> FileRead:
     fd = file.fileno()
     file.seek(offset)
-    projector = fmt.projector(path, state, stored)
-    lines = JsonLines(file, cancel=cancel)
-    for record in lines:
-        projector.feed(record)
-    update = projector.finish()
+    update, lines = _project(fmt, path, file, state, stored, cancel)
     end = offset + lines.consumed
     keyed = stored.keeps_nodes
     if not keyed:
@@ -139,11 +161,7 @@ def read_whole(fmt: TranscriptFormat, path: str) -> Transcript | None:
     A last line without its newline counts as skipped, as `dsh sessions check` reports it.
     """
     with open(path, "rb") as file:
-        projector = fmt.projector(path, None, NothingStored(keeps_nodes=False))
-        lines = JsonLines(file)
-        for record in lines:
-            projector.feed(record)
-    update = projector.finish()
+        update, lines = _project(fmt, path, file, None, NothingStored(keeps_nodes=False), None)
     facts = update.facts
     if facts is None:
         return None

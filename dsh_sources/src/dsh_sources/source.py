@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import accumulate
 from pathlib import Path
@@ -35,9 +35,9 @@ from dsh_host.sources import (
     report_index_progress,
 )
 from dsh_sources.build import Builder
-from dsh_sources.index import SessionEntry, SourceIndex, index_path
+from dsh_sources.index import FileRead, SessionEntry, SourceIndex, index_path
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.reading import read_file, unchanged
+from dsh_sources.reading import commit, read_file, unchanged
 from dsh_sources.transcript import TranscriptFormat
 
 if TYPE_CHECKING:
@@ -153,13 +153,10 @@ class TranscriptSource:
         chosen: dict[str, SessionEntry] = {}
         for entry in self.index.sessions():
             held = chosen.get(entry.agent_id)
-            if held is None or (entry.updated_at, entry.path) > (held.updated_at, held.path):
+            if held is None or _latest(entry) > _latest(held):
                 chosen[entry.agent_id] = entry
         titles = self.format.titles()
-        entries = {
-            self._prefix + agent_id: replace(entry, title=titles.get(agent_id, entry.title))
-            for agent_id, entry in chosen.items()
-        }
+        entries = {self._prefix + agent_id: _titled(entry, titles) for agent_id, entry in chosen.items()}
         names = _Names(entries)
         by_pk = {entry.pk: sid for sid, entry in entries.items()}
         self._cache = (stamp, entries, names, by_pk)
@@ -170,35 +167,31 @@ class TranscriptSource:
         if not session_id.startswith(self._prefix):
             raise SessionNotFound(session_id)
         agent_id = session_id[len(self._prefix) :]
-        paths = [entry.path for entry in self.index.sessions_of(agent_id)] or self.format.locate(agent_id)
-        self._update_files(paths)
         found = self.index.sessions_of(agent_id)
+        if self._update_files([entry.path for entry in found] or self.format.locate(agent_id)):
+            found = self.index.sessions_of(agent_id)
         if not found:
             raise SessionNotFound(session_id)
-        entry = max(found, key=lambda entry: (entry.updated_at, entry.path))
-        title = self.format.titles().get(agent_id)
-        return entry if title is None else replace(entry, title=title)
+        return _titled(max(found, key=_latest), self.format.titles())
 
-    def _update_files(self, paths: list[str]) -> None:
-        """Read what changed of these files (forget those that are gone)."""
+    def _update_files(self, paths: list[str]) -> bool:
+        """Read what changed of these files and forget those that are gone; whether the index changed."""
         gone: list[str] = []
+        reads: list[FileRead] = []
         for path in paths:
-            for _ in range(2):  # once more when another writer got there first
-                entry = self.index.file(path)
-                try:
-                    info = os.stat(path)
-                    if entry is not None and unchanged(entry, info):
-                        break
-                    read = read_file(self.format, path, entry, self.index, self._closed)
-                except FileNotFoundError:
-                    gone.append(path)
-                    break
-                except (OSError, ReadCancelled):
-                    break
-                if not self.index.put([read]):
-                    break
+            entry = self.index.file(path)
+            try:
+                if entry is None or not unchanged(entry, os.stat(path)):
+                    reads.append(read_file(self.format, path, entry, self.index, self._closed))
+            except FileNotFoundError:
+                gone.append(path)
+            except (OSError, ReadCancelled):
+                continue
+        if reads:
+            commit(self.format, self.index, reads, self._closed)
         if gone:
             self.index.forget(gone)
+        return bool(reads or gone)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -330,6 +323,17 @@ class TranscriptSource:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self.index.close()
+
+
+def _latest(entry: SessionEntry) -> tuple[int, str]:
+    """Of the files holding one agent session, the one active last serves it (ties: the path)."""
+    return entry.updated_at, entry.path
+
+
+def _titled(entry: SessionEntry, titles: Mapping[str, str]) -> SessionEntry:
+    """The entry with the title the agent keeps outside its files, when it keeps one."""
+    title = titles.get(entry.agent_id)
+    return entry if title is None else replace(entry, title=title)
 
 
 class _Names:
