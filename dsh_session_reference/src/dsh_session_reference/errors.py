@@ -51,7 +51,11 @@ def render_error_chain(error: object) -> str:
     so a wrapper that repeats its cause's text does not print it twice. The chain stops before
     an exception it has already rendered, so a cyclic chain terminates.
     """
-    return _render(error, set())
+    messages = _messages(error)
+    line = messages[-1]
+    for message in reversed(messages[:-1]):
+        line = message if line == message else f"{message}: {line}"
+    return line
 
 
 def render_error_line(error: object) -> str:
@@ -91,18 +95,6 @@ def _messages(error: object) -> list[str]:
 def _holds_clause(line: str, clause: str) -> bool:
     """Whether ``clause`` is one of the ``: ``-separated clauses of ``line`` (or a run of them)."""
     return f": {line}: ".find(f": {clause}: ") != -1
-
-
-def _render(error: object, seen: set[int]) -> str:
-    if not isinstance(error, BaseException):
-        return str(error)
-    seen.add(id(error))
-    message = str(error) or type(error).__name__
-    cause = _cause_of(error)
-    if cause is None or id(cause) in seen:
-        return message
-    rendered_cause = _render(cause, seen)
-    return message if rendered_cause == message else f"{message}: {rendered_cause}"
 
 
 def _cause_of(error: BaseException) -> object:

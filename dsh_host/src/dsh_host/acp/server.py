@@ -121,7 +121,6 @@ class AcpServer:
         self._active: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._connection: Connection | None = None
-        self._writer: asyncio.StreamWriter | None = None
         self._requests: dict[str, Handler] = {
             AGENT_METHODS["initialize"]: self._initialize,
             AGENT_METHODS["authenticate"]: self._authenticate,
@@ -136,7 +135,6 @@ class AcpServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, stop: asyncio.Event | None = None
     ) -> None:
         """Serve one connection on `reader`/`writer` until EOF or `stop`, then shut down."""
-        self._writer = writer
         connection = self._connection = Connection(handler=self.handle, writer=writer, reader=reader, listening=False)
         receiving = asyncio.ensure_future(connection.main_loop())
         waits: set[asyncio.Future[Any]] = {receiving}
@@ -150,7 +148,7 @@ class AcpServer:
             await asyncio.wait(waits)
             if not receiving.cancelled() and receiving.exception() is not None:
                 log.warning("acp: the connection failed: %s", receiving.exception())
-            await self._shutdown(connection)
+            await self._shutdown(connection, writer)
 
     async def handle(self, method: str, params: JsonValue, is_notification: bool) -> JsonValue:
         """Dispatch one request or notification (the SDK connection's method handler)."""
@@ -168,7 +166,7 @@ class AcpServer:
             if task is not None:
                 self._active.discard(task)
 
-    async def _shutdown(self, connection: Connection) -> None:
+    async def _shutdown(self, connection: Connection, writer: asyncio.StreamWriter) -> None:
         """Settle in-flight prompts `cancelled`, dispose of the agents, close the connection, and
         let the frame in flight out whole."""
         self._closing = True
@@ -200,8 +198,7 @@ class AcpServer:
             log.warning("acp: closing the connection: %s", exc or type(exc).__name__)
         # The close may have cancelled the SDK's sender partway through a frame: the rest of it
         # still goes out, or the client would read a cut line.
-        assert self._writer is not None
-        if not await finish_writing(self._writer, started + END_SECONDS):
+        if not await finish_writing(writer, started + END_SECONDS):
             log.warning("acp: the client stopped reading: the last frame is cut")
 
     async def _close_session(self, session: _Session) -> None:

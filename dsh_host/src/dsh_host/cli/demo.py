@@ -101,7 +101,8 @@ def demo(host: Host, data_dir: Path | None) -> None:
     data_dir = (data_dir or Path(tempfile.mkdtemp(prefix="dsh-demo-"))).absolute()
     # The standard features that are installed, whatever this host's configuration mounts (and
     # nothing else: the demo reads no other agent's sessions).
-    standard = ",".join(name for name in DEFAULT_PLUGINS if name in discover())
+    installed = discover()
+    standard = ",".join(name for name in DEFAULT_PLUGINS if name in installed)
     env = {"DSH_HOME": str(data_dir), "DSH_LOAD_PLUGINS": standard}
     demo_host = Host.start(load_config(env=env, cwd=Path(tempfile.gettempdir())))
     try:

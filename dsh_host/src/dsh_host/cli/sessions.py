@@ -339,13 +339,13 @@ def _as_copy(host: Host, parsed: ParsedLog) -> ParsedLog:
     from dsh_host.titles import fallback_title_data
 
     original = parsed.header.id
-    name = host.sources.owner(original)
-    if name is None:
+    source = host.sources.for_session(original)
+    if source is None:
         return parsed
     header = dataclasses.replace(parsed.header, id=new_session_id(), parent_session=original, seed_length=None)
     events = list(parsed.events)
     try:
-        stored = host.sources.get(name).read_title(original)
+        stored = source.read_title(original)
     except SessionNotFound:  # the original is gone: its copy is still whole
         stored = None
     title: dict[str, JsonValue] | None = (
@@ -473,7 +473,7 @@ def _report_sources(host: Host, session_id: str | None, source_name: str | None,
     for name, report in reports:
         click.echo(_source_line(name, report, as_json))
     checked = {host.sources.owner(session_id)} if session_id is not None else set(names)
-    problems = [(name, line) for name, line in host.sources.problems() if name in checked]
+    problems = host.sources.problems(name for name in checked if name is not None)
     for name, line in problems:
         if as_json:
             click.echo(inert_json(json.dumps({"source": name, "problem": line}, ensure_ascii=False)))

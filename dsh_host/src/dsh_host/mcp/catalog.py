@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host import CandidateRow, DshError, SessionNotFound, SessionQuery, SessionRecord, display_text
 from dsh_host.jsontypes import Json, JsonValue
-from dsh_host.mcp.indexing import SourceIndexes, progress_line
+from dsh_host.mcp.indexing import SourceIndexes
 from dsh_host.sources import IndexProgress
 from dsh_host.store.base import ListingKey
 from dsh_host.text import escape_lone_surrogates, iso_utc
@@ -167,11 +167,9 @@ class SessionCatalog:
         return {} if self._indexes is None else await self._indexes.unfinished(SEARCH_WAIT_SECONDS)
 
     def indexing_line(self, unfinished: dict[str, IndexProgress]) -> str:
-        """The one line a partial answer carries, naming each source by its agent's display name."""
-        indexes = self._indexes
-        if indexes is None:
-            return progress_line(unfinished)
-        return progress_line({indexes.display_name(name): state for name, state in unfinished.items()})
+        """The one line a partial answer carries (`unfinished` comes from `indexing`, so there are indexes)."""
+        assert self._indexes is not None
+        return self._indexes.line(unfinished)
 
     @property
     def max_references(self) -> int:

@@ -37,9 +37,9 @@ class SourceIndexes:
         self._starting: asyncio.Future[list[tuple[str, IndexedSource]]] | None = None
         self._hurry = asyncio.Event()
 
-    def display_name(self, name: str) -> str:
-        """The name a person knows source `name`'s agent by."""
-        return self._sources.display_name(name)
+    def line(self, unfinished: dict[str, IndexProgress]) -> str:
+        """The one line a partial answer carries, naming each source by its agent's display name."""
+        return progress_line({self._sources.display_name(name): state for name, state in unfinished.items()})
 
     def hurry(self) -> None:
         """Wait no more for the builds: searches answer at once from what is indexed (the end has

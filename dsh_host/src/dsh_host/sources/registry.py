@@ -8,7 +8,7 @@ read that needs them), once, whichever thread asks first.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_host.hookspecs import SourceFactory
@@ -98,11 +98,15 @@ class SessionSources:
         """Every source, opened, by name in registration order."""
         return [(name, self.get(name)) for name in self._factories]
 
-    def problems(self) -> list[tuple[str, str]]:
-        """(source name, line) for every problem the sources say they have (`SourceProblems`)."""
+    def problems(self, names: Iterable[str] | None = None) -> list[tuple[str, str]]:
+        """(source name, line) for every problem the sources (or those `names` names) say they have
+        (`SourceProblems`); only the sources asked are opened."""
+        wanted = None if names is None else set(names)
+        asked = [name for name in self.names if wanted is None or name in wanted]
         return [
             (name, line)
-            for name, source in self.every()
+            for name in asked
+            for source in (self.get(name),)
             if isinstance(source, SourceProblems)
             for line in source.problems()
         ]

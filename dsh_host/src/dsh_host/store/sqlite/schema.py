@@ -14,7 +14,6 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dsh_host.files import private_file
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
@@ -70,14 +69,6 @@ UPDATE sessions SET last_activity_at = coalesce(
 
 Progress = Callable[[int, int], None]
 """`progress(done, total)`: how far a long schema upgrade is (in sessions)."""
-
-
-def create_file(path: Path) -> bool:
-    """Create the database file exclusively with mode 0600 (its folders 0700); False if it exists.
-
-    SQLite then gives its -wal and -shm files the database's mode.
-    """
-    return private_file(path)
 
 
 def check_magic(path: Path) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from dsh_host.files import private_file
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
@@ -109,7 +110,7 @@ class SqliteSessionStore:
         an upgrade that indexes the stored sessions has come.
         """
         path = Path(path)
-        if not schema.create_file(path):
+        if not private_file(path):  # mode 0600; SQLite gives its -wal and -shm files the same
             schema.check_magic(path)
         store = cls(path, progress)
         try:
