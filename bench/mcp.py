@@ -61,7 +61,8 @@ def _environment(home: Path) -> dict[str, str]:
     return env
 
 
-def _dsh() -> str:
+def dsh_path() -> str:
+    """The `dsh` command beside this Python."""
     return str(Path(sys.executable).with_name("dsh"))
 
 
@@ -70,7 +71,7 @@ class RawClient:
 
     def __init__(self, home: Path) -> None:
         self.process = subprocess.Popen(
-            [_dsh(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_environment(home)
+            [dsh_path(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_environment(home)
         )
         self._next = 0
         self.call("initialize", INITIALIZE)

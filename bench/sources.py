@@ -68,16 +68,17 @@ from bench.corpus import (
     generate,
     write_claude_session,
 )
+from bench.mcp import INITIALIZE, dsh_path
 from bench.process_tree import Run, run_measured
 from bench.source_build import SOURCES, config_mapping
 from bench.timing import Figure, Timing, best_of, interleaved
 from dsh_host import Config, Event, Host, SurfaceSnapshot
+from dsh_host.testing import private_homes
 
 GB = float(os.environ.get("DSH_BENCH_SOURCES_GB", "2"))
 ROUNDS = int(os.environ.get("DSH_BENCH_SOURCES_ROUNDS", "3"))
 ROOT = Path(__file__).resolve().parents[1]
 MCP_TIMEOUT = 1800.0
-INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 APPEND_BYTES = 1_000_000
 
 
@@ -166,8 +167,7 @@ class _McpClient:
     """`dsh mcp` on pipes: one JSON-RPC line out, lines in (read by a thread) until the answer, with a deadline."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        dsh = str(Path(sys.executable).with_name("dsh"))
-        self.process = subprocess.Popen([dsh, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.process = subprocess.Popen([dsh_path(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self._lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self._next = 0
@@ -222,14 +222,9 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
         f'[sources.claude-code]\ndir = "{corpus.claude_dir}"\n'
         f'[sources.codex]\ndir = "{corpus.codex_dir}"\n'
     )
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("DSH_") and key not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME")
-    }
-    env.update(HOME=str(home), DSH_HOME=str(tmp / "mcp-data"), DSH_CONFIG=str(config))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DSH_")}
+    env.update(private_homes(home), DSH_HOME=str(tmp / "mcp-data"), DSH_CONFIG=str(config))
     client = _McpClient(env)
-    exit_seconds = None
     try:
         client.call("initialize", INITIALIZE)
         client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -240,10 +235,8 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
         start = time.perf_counter()
         second = client.call("tools/call", search)
         warm = time.perf_counter() - start
-        exit_seconds = client.close()
     finally:
-        if exit_seconds is None:
-            client.close()
+        exit_seconds = client.close()
 
     def found(result: dict[str, Any]) -> int:
         return len((result.get("structuredContent") or {}).get("sessions", []))

@@ -21,7 +21,8 @@ POLL_SECONDS = 0.005
 WAIT_SECONDS = 60.0
 
 
-def _poll(check: Callable[[], bool], what: str) -> None:
+def poll_until(check: Callable[[], bool], what: str) -> None:
+    """Wait until `check()` holds, failing the test after `WAIT_SECONDS` with what it waited for."""
     deadline = time.monotonic() + WAIT_SECONDS
     while not check():
         if time.monotonic() > deadline:
@@ -42,7 +43,7 @@ def _unread(pipe: IO[bytes]) -> int:
 
 def wait_until_full(pipe: IO[bytes]) -> None:
     """Wait until the pipe behind the read end `pipe` is full: its writer is blocked."""
-    _poll(lambda: _unread(pipe) >= pipe_capacity(pipe), "a full pipe")
+    poll_until(lambda: _unread(pipe) >= pipe_capacity(pipe), "a full pipe")
 
 
 def _pending(pid: int) -> int:
@@ -55,7 +56,7 @@ def _pending(pid: int) -> int:
 def wait_until_delivered(process: subprocess.Popen[bytes], signum: int) -> None:
     """Send `signum` to `process` and wait until it is no longer pending (its handler took it)."""
     process.send_signal(signum)
-    _poll(lambda: not _pending(process.pid) & (1 << (signum - 1)), f"signal {signum} delivered")
+    poll_until(lambda: not _pending(process.pid) & (1 << (signum - 1)), f"signal {signum} delivered")
 
 
 def wait_for_line(stream: IO[bytes], text: str) -> list[str]:

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from bench.process_tree import descendants, run_measured, tree_rss_mb
 from bench.timing import Figure
 
@@ -89,9 +91,5 @@ def test_tree_memory_counts_every_descendant(tmp_path: Path) -> None:
 def test_a_measured_run_reports_its_output_peak_and_time_and_a_failure_names_its_error() -> None:
     run = run_measured([sys.executable, "-c", "held = b'x' * 50_000_000; print('done')"])
     assert run.stdout == b"done\n" and run.peak_mb > 50 and run.wall > 0 and run.cpu > 0
-    try:
+    with pytest.raises(RuntimeError, match="no such corpus"):
         run_measured([sys.executable, "-c", "raise SystemExit('no such corpus')"])
-    except RuntimeError as error:
-        assert "no such corpus" in str(error)
-    else:
-        raise AssertionError("a failed child was not reported")

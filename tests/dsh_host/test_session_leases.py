@@ -424,7 +424,7 @@ def test_dsh_run_waits_only_for_a_session(dsh_cli):
 def test_the_chat_does_not_open_a_driven_session(driven):
     dsh_cli, _, session_id = driven
     # The chat needs a terminal (without one it refuses before looking at the session): a real one.
-    env = {**hermetic_env(dsh_cli.root), "DSH_HOME": str(dsh_cli.home), "DSH_LOAD_PLUGINS": "", "TERM": "xterm"}
+    env = hermetic_env(dsh_cli.root, DSH_HOME=str(dsh_cli.home), DSH_LOAD_PLUGINS="", TERM="xterm")
     terminal = Terminal([*dsh_command(), "chat", "--session", session_id], cwd=dsh_cli.root, env=env)
     try:
         screen = terminal.wait_for("[dsh exited")

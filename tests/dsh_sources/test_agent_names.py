@@ -13,17 +13,13 @@ from pathlib import Path
 import pytest
 
 from dsh_host.mcp.catalog import SessionCatalog
-from dsh_host.testing import HostFactory
+from dsh_host.testing import HostFactory, LogBuilder
 from tests.dsh_sources.builders import ClaudeTranscript, CodexRollout
 from tests.dsh_sources.conftest import AgentDirs
 from tests.e2e.e2e_support import clean_env, dsh_command, run_dsh
 from tests.terminal import Terminal
 
 CWD = "/work/parsers"
-
-
-def _text(value: str) -> dict[str, str]:
-    return {"type": "text", "text": value}
 
 
 def _agents(dirs: AgentDirs) -> tuple[str, str]:
@@ -49,7 +45,9 @@ def _dsh_session(make_host: HostFactory, data: Path) -> None:
     host = make_host(data_dir=data)
     session = host.sessions.create(CWD, "dsh-parser", created_at=1_000)
     session.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
-    session.append("user/message", {"content": [_text("parse")], "source": {"kind": "user"}}, surface_op="append")
+    session.append(
+        "user/message", {"content": [LogBuilder.text("parse")], "source": {"kind": "user"}}, surface_op="append"
+    )
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     session.append("turn/start", {"turn": 2, "trigger": {"kind": "session-title"}})
     session.append("session/title", {"title": "Parser in dsh", "messageSeqs": [1], "source": "test"})
@@ -90,7 +88,7 @@ def terminal(agent_dirs: AgentDirs, workspace: Path, env: dict[str, str]) -> Ite
 def test_the_menu_names_each_sessions_agent_at_80_columns(terminal):
     terminal.wait_for("features:")
     terminal.type("@Parser")
-    screen = terminal.wait_for("Session · Parser in dsh")
+    terminal.wait_for("Session · Parser in dsh")
     terminal.wait_for("Claude Code · Parser in Claude")
     screen = terminal.wait_for("Codex · Parser in Codex")
     assert "Session · Parser in Claude" not in screen and "Session · Parser in Codex" not in screen

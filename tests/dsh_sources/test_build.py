@@ -20,10 +20,9 @@ from dsh_sources.claude_code import ClaudeCodeFormat
 from dsh_sources.index import SourceIndex, index_path
 from dsh_sources.source import TranscriptSource
 from tests.dsh_sources.builders import ClaudeTranscript
+from tests.stalled_pipe import WAIT_SECONDS, poll_until
 
 pytestmark = pytest.mark.foreign_logs
-
-DEADLINE = 60.0
 
 
 def write_sessions(base: Path, count: int, *, turns: int = 1, pad: int = 0) -> list[Path]:
@@ -37,20 +36,14 @@ def write_sessions(base: Path, count: int, *, turns: int = 1, pad: int = 0) -> l
     return paths
 
 
-def source_on(data: Path, base: Path) -> TranscriptSource:
-    return TranscriptSource("claude-code", ClaudeCodeFormat(base), SourceIndex(index_path(data), "claude-code", 1))
+def source_on(data: Path, base: Path, projection: int = 1) -> TranscriptSource:
+    index = SourceIndex(index_path(data), "claude-code", projection)
+    return TranscriptSource("claude-code", ClaudeCodeFormat(base), index)
 
 
 def indexed_files(data: Path) -> int:
     with sqlite3.connect(index_path(data)) as conn:
         return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 BUILD_SCRIPT = """
@@ -81,7 +74,7 @@ def test_a_killed_build_keeps_what_it_committed_and_the_next_one_goes_on(tmp_pat
     stalled = tmp_path / "stalled"
     builder = subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(data), str(base), str(stalled)])
     try:
-        wait_for(stalled.exists, "the build to stall after 25 files")
+        poll_until(stalled.exists, "the build stalled after 25 files")
         builder.send_signal(signal.SIGKILL)
     finally:
         builder.wait()
@@ -131,7 +124,7 @@ def test_a_closed_source_stops_its_background_build_and_its_workers(tmp_path, mo
     monkeypatch.setattr(build, "Workers", Watched)
     source = source_on(data, base)
     source.build_index(background=True)
-    assert started.wait(DEADLINE)
+    assert started.wait(WAIT_SECONDS)
     before = time.monotonic()
     source.close()
     assert time.monotonic() - before < 2.0
@@ -193,7 +186,7 @@ def test_a_new_projection_version_reads_the_files_again(tmp_path):
     same = source_on(data, base)
     assert same.build_index().files_total == 0
     same.close()
-    newer = TranscriptSource("claude-code", ClaudeCodeFormat(base), SourceIndex(index_path(data), "claude-code", 2))
+    newer = source_on(data, base, projection=2)
     assert newer.build_index().files_total == 3
     assert len(newer.list_sessions()) == 3
     newer.close()

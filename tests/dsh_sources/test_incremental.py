@@ -99,28 +99,33 @@ def replay(tmp: Path, fmt: TranscriptFormat, path: Path, data: bytes, draw) -> O
     return observer
 
 
+def replay_drawn(tmp: Path, data: st.DataObject, lines: list[str], fmt: TranscriptFormat, path: Path) -> None:
+    """Replay drawn lines (mutated half the time) into `path` as `replay` does, comparing at every step."""
+    if data.draw(st.booleans()):
+        lines = data.draw(mutated(lines, reorders=True))
+    replay(tmp, fmt, path, "".join(lines).encode(), data.draw).close()
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_claude_code_incremental_reads_equal_whole_reads(tmp_path_factory, data):
-    lines = data.draw(claude_lines(branches=True))
-    if data.draw(st.booleans()):
-        lines = data.draw(mutated(lines, reorders=True))
     tmp = tmp_path_factory.mktemp("c")
     path = tmp / "claude" / "projects" / "p" / "6f0c6a53-8c1b-4a43-9d55-2a2b7f7a1a11.jsonl"
-    observer = replay(tmp, ClaudeCodeFormat(tmp / "claude"), path, "".join(lines).encode(), data.draw)
-    observer.close()
+    replay_drawn(tmp, data, data.draw(claude_lines(branches=True)), ClaudeCodeFormat(tmp / "claude"), path)
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_codex_incremental_reads_equal_whole_reads(tmp_path_factory, data):
-    lines = data.draw(codex_lines(branches=True))
-    if data.draw(st.booleans()):
-        lines = data.draw(mutated(lines, reorders=True))
     tmp = tmp_path_factory.mktemp("x")
     path = tmp / "codex" / "sessions" / "rollout-2026-01-01T00-00-00-0199a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b.jsonl"
-    observer = replay(tmp, CodexFormat(tmp / "codex"), path, "".join(lines).encode(), data.draw)
-    observer.close()
+    replay_drawn(tmp, data, data.draw(codex_lines(branches=True)), CodexFormat(tmp / "codex"), path)
+
+
+def append_since(path: Path, lines: list[str], count: int) -> None:
+    """Append to `path` the lines written since the first `count` (as the agent appends them)."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.writelines(lines[count:])
 
 
 def test_a_grown_transcript_is_read_only_where_it_grew(tmp_path):
@@ -135,8 +140,7 @@ def test_a_grown_transcript_is_read_only_where_it_grew(tmp_path):
     count = len(t.records)
     t.user("second question")
     t.reply(("thinking", "hidden"), ("text", "second"), ("text", "answer"))
-    with open(path, "a", encoding="utf-8") as file:
-        file.writelines(t.lines()[count:])
+    append_since(path, t.lines(), count)
     observer.observe()
     assert observer.fresh_reads == 1  # the second read went on from the offset
     observer.close()
@@ -234,8 +238,7 @@ def test_codex_history_rewritten_past_what_was_just_read(tmp_path, turns, then):
         r.rollback(turns)
     else:
         r.legacy_compacted(f"summary after {turns}")
-    with open(path, "a", encoding="utf-8") as file:
-        file.writelines(r.lines()[count:])
+    append_since(path, r.lines(), count)
     observer.observe()
     assert observer.fresh_reads == 1
     observer.close()
@@ -253,14 +256,12 @@ def test_a_small_file_that_grows_is_read_again_whole_and_a_large_one_on_from_its
     count = len(t.records)
     t.user("more")
     t.reply(("text", "x" * 70_000))
-    with open(path, "a", encoding="utf-8") as file:
-        file.writelines(t.lines()[count:])
+    append_since(path, t.lines(), count)
     observer.observe()
     assert observer.fresh_reads == 2  # small: its keys were not kept
     count = len(t.records)
     t.user("and more")
-    with open(path, "a", encoding="utf-8") as file:
-        file.writelines(t.lines()[count:])
+    append_since(path, t.lines(), count)
     observer.observe()
     assert observer.fresh_reads == 2  # large now: read on from the offset
     observer.close()

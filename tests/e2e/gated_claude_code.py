@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import dsh_sources.build
 from dsh_host import hookimpl
-from dsh_sources.claude_code import DISPLAY_NAME, NAME
+from dsh_sources.claude_code import DISPLAY_NAME, HOME, NAME
+from dsh_sources.claude_code import dsh_register_completions as dsh_register_completions  # the plugin's own
 from dsh_sources.formats.claude_code import PROJECTION, ClaudeCodeFormat
-from dsh_sources.source import IndexingNotice, register_source
+from dsh_sources.source import register_source
 
 if TYPE_CHECKING:
-    from dsh_host import Host
-    from dsh_host.hookspecs import Json, RegisterCompletion, SourceFactory
+    from dsh_host.hookspecs import Json, SourceFactory
     from dsh_sources.transcript import Projector, Stored
 
 GATE = os.environ["DSH_TEST_GATE"]
@@ -55,12 +55,7 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
         register,
         NAME,
         GatedFormat,
-        home=("CLAUDE_CONFIG_DIR", ".claude"),
+        home=HOME,
         projection=PROJECTION,
         display_name=DISPLAY_NAME,
     )
-
-
-@hookimpl
-def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
-    register(IndexingNotice(host, NAME), None)

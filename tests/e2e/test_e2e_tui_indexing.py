@@ -98,7 +98,7 @@ def test_the_menu_fills_itself_while_sessions_are_indexed_and_is_whole_at_once_w
     try:
         term.wait_for("features: gated-claude-code, session-reference")
         term.type("@topic")
-        screen = term.wait_for(f"{LINE}, {GATE_AFTER} of {TOTAL} files")
+        term.wait_for(f"{LINE}, {GATE_AFTER} of {TOTAL} files")
         term.wait_for("Claude Code · early topic")
         screen = term.screen()
         assert "late topic" not in screen  # read after the gate

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 NAME = "claude-code"
 DISPLAY_NAME = "Claude Code"
 """The agent's name as people know it: views show it beside its sessions (`Claude Code · <title>`)."""
+HOME = ("CLAUDE_CONFIG_DIR", ".claude")
+"""Where Claude Code keeps its data: this variable, else this folder in the home directory."""
 
 
 @hookimpl
@@ -32,7 +34,7 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
         register,
         NAME,
         ClaudeCodeFormat,
-        home=("CLAUDE_CONFIG_DIR", ".claude"),
+        home=HOME,
         projection=PROJECTION,
         display_name=DISPLAY_NAME,
     )
