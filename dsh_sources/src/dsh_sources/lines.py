@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _BLOCK_BYTES = 1024 * 1024
 
-_decode = json.JSONDecoder().decode
+_DECODER = json.JSONDecoder()
+_decode = _DECODER.decode
+_scan = _DECODER.scan_once
+"""The decoder's own scanner: `decode` is this plus checks of the whitespace around the value, which
+the agents never write, so a line is scanned directly and only one that does not scan whole is
+handed to `decode` to decide."""
 
 
 class ReadCancelled(Exception):
@@ -91,16 +96,16 @@ class JsonLines:
                 continue
             self.consumed += end - start
             for line in block[start : end - 1].split(b"\n"):
-                try:  # `_record` inlined: this loop runs once per line of gigabytes
-                    record = _decode(line.decode("utf-8", "surrogatepass"))
-                except (ValueError, RecursionError):
-                    if line.strip():
-                        self.skipped += 1
-                    continue
-                if type(record) is dict:
-                    yield record
-                else:
-                    self.skipped += 1
+                try:  # this loop runs once per line of gigabytes: a whole JSON object takes one call
+                    text = line.decode("utf-8", "surrogatepass")
+                    record, stop = _scan(text, 0)
+                    if stop != len(text) or type(record) is not dict:
+                        raise ValueError
+                except (StopIteration, ValueError, RecursionError):
+                    record = self._record(line)
+                    if record is None:
+                        continue
+                yield record
             pending, dropping = _held(block[end:], limit)
 
     def _record(self, line: bytes) -> dict[str, JsonValue] | None:
