@@ -103,6 +103,11 @@ class GeminiChat:
         """The token counts of a reply arriving after it: the reply re-appended whole under its id."""
         self._push({**self.messages[message_id], "tokens": {"input": 10, "output": 5, "cached": 0, "total": 15}})
 
+    def again(self, message_id: str, text: str) -> None:
+        """The message of `message_id` appended again with new text (replacing it where it stands)."""
+        message = self.messages.get(message_id) or next(r for r in self.records if r.get("id") == message_id)
+        self._push({**message, "content": text if message["type"] == "gemini" else [{"text": text}]})
+
     def info(self, text: str, kind: str = "info") -> str:
         return self._push(self._message(kind, text))
 

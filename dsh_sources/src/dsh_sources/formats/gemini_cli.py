@@ -253,9 +253,11 @@ class _Projector:
         keep = history.stored_count(history.base)
         tail = tuple(Said(message) for message in history.fresh if message is not None)
         state: Json = {}
-        facts = self._facts(keep + len(tail))
-        if self._keeps and facts is not None:
-            # Only a file the index keeps keys of goes on from its state: the rest are read from their start.
+        count = keep + len(tail)
+        facts = self._facts(count)
+        # Only a file the index keeps keys of goes on from its state (the rest are read from their start), and
+        # only when the index then holds the messages the state counts: all of them, or none when none show.
+        if self._keeps and (facts is not None or not count):
             state = {
                 "meta": self._meta,
                 "prompt": self._prompt,
