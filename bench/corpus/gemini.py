@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import BinaryIO
 
-from bench.corpus.material import Blobs, Clock, Habits, Ids, Texts
+from bench.corpus.material import Blobs, Clock, Habits, SessionWriter, Texts
 
 MODEL = b"gemini-2.5-pro"
 _META = b'{"sessionId":"%s","projectHash":"%s","startTime":"%s","lastUpdated":"%s","kind":"main"}\n'
@@ -47,24 +47,14 @@ _SNAPSHOT = b"<state_snapshot>\\n<overall_goal>%s</overall_goal>\\n</state_snaps
 _REWIND = b'{"$rewindTo":"%s"}\n'
 
 
-class GeminiWriter:
+class GeminiWriter(SessionWriter):
     """Writes one Gemini CLI session to `out`, counting the bytes written."""
 
     def __init__(
         self, out: BinaryIO, rng: random.Random, blobs: Blobs, texts: Texts, *, cwd: str, clock: Clock, habits: Habits
     ) -> None:
-        self.out, self.rng, self.blobs, self.texts, self.clock, self.habits = out, rng, blobs, texts, clock, habits
-        self.ids = Ids(rng)
-        self.cwd = cwd.encode()
-        self.written = 0
-        self.turns = 0
+        super().__init__(out, rng, blobs, texts, cwd=cwd, clock=clock, habits=habits)
         self._last: tuple[bytes, bytes] | None = None  # the last turn's prompt and answer
-        self._next_compact = habits.compact_every
-        self._next_heavy = habits.heavy_every
-
-    def _put(self, line: bytes) -> None:
-        self.out.write(line)
-        self.written += len(line)
 
     def _message(self, record: bytes) -> None:
         """A message record, and the `$set` of `lastUpdated` Gemini appends after each."""

@@ -86,6 +86,11 @@ def _texts(content: JsonValue) -> list[str]:
     ]
 
 
+def _typed(message: SourceMessage) -> bool:
+    """Whether the message is a prompt the person typed (not a reply, not a checkpoint)."""
+    return message.role == "user" and message.source.get("kind") == "user"
+
+
 def _shown(content: JsonValue) -> tuple[str, ...]:
     """The text parts that show something (a part of only whitespace shows nothing)."""
     return tuple(text for text in _texts(content) if text.strip())
@@ -243,9 +248,7 @@ class _Projector:
             self._latest = time if self._latest is None else max(self._latest, time)
         fallback = self._latest if self._latest is not None else 0
         message = self._history.put(record, message_id, fallback)
-        typed = message is not None and message.role == "user" and message.source.get("kind") == "user"
-        if self._prompt is None and typed:
-            assert message is not None
+        if self._prompt is None and message is not None and _typed(message):
             self._prompt = "\n".join(message.texts)
 
     def finish(self) -> Update:
@@ -299,7 +302,8 @@ def read_session(path: str) -> Transcript | None:
 
     The file is expected at `<gemini folder>/tmp/<project>/chats/<name>`, which gives its cwd.
     """
-    return read_whole(GeminiCliFormat(Path(path).parents[3]), path)
+    parents = Path(path).parents
+    return read_whole(GeminiCliFormat(parents[min(3, len(parents) - 1)]), path)
 
 
 class GeminiCliFormat:
