@@ -108,7 +108,7 @@ def _entry(record: dict[str, JsonValue], previous: int, fallback: int) -> tuple[
     if kind == "user":
         sent = "".join(_texts(record.get("content")))
         stripped = sent.strip()
-        if SNAPSHOT_TAG in sent and "</state_snapshot>" in sent:
+        if SNAPSHOT_TAG in sent:  # as Gemini itself finds an earlier summary in a history
             return _CHECKPOINT, SourceMessage("user", (stripped,), at, source=COMPACT_CHECKPOINT_SOURCE)
         if stripped.startswith(_IGNORED):
             return _NONE, None
