@@ -125,3 +125,28 @@ class JsonLines:
 def _held(rest: bytes, limit: int) -> tuple[bytes, int]:
     """What to keep of a line's start (and how much of it is passed over when it is already too long)."""
     return (b"", len(rest)) if len(rest) > limit else (rest, 0)
+
+
+class JsonDocument(JsonLines):
+    """A file whose whole content, from its current position, is one JSON object (Gemini CLI's files up to v0.38).
+
+    The agent rewrites such a file whole, so it is read whole every time: one record, or a skipped
+    count of one when the content is not a JSON object (cut short, garbage, or over `limit` bytes,
+    which are passed over unread and counted `oversized`). A blank file holds nothing yet.
+    """
+
+    def __iter__(self) -> Iterator[dict[str, JsonValue]]:
+        if self._cancel is not None and self._cancel.is_set():
+            raise ReadCancelled
+        data = self._file.read(self._limit + 1)
+        if len(data) > self._limit:
+            while block := self._file.read(_BLOCK_BYTES):
+                self.consumed += len(block)
+            self.consumed += len(data)
+            self.skipped += 1
+            self.oversized += 1
+            return
+        self.consumed = len(data)
+        record = self._record(data)
+        if record is not None:
+            yield record
