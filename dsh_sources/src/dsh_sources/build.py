@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import queue
 import stat
 import threading
 import time
@@ -145,21 +146,36 @@ class Builder:
         grown = [task for task in tasks if task.grows]
         fresh = sorted((task for task in tasks if not task.grows), key=lambda task: -task.cost)
         batch = _Batch(self, report)
+        try:
+            stopped = self._read(grown, fresh, batch, cancel)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                batch.finish()
+            raise
+        if stopped:
+            with contextlib.suppress(Exception):
+                batch.finish()
+            self.progress = replace(self.progress, building=False)
+        else:
+            batch.finish()
+            self.progress = replace(self.progress, building=False, complete=True)
+        self._tell(report)
+
+    def _read(self, grown: list[_Task], fresh: list[_Task], batch: _Batch, cancel: threading.Event) -> bool:
+        """Read the files that changed into `batch`; True when `cancel` stopped it first."""
         for task in grown:
             if cancel.is_set():
-                return self._stop(batch, report)
+                return True
             with contextlib.suppress(OSError, ReadCancelled):
                 batch.add(read_file(self.format, task.path, task.entry, self.index, cancel), task.cost)
         try:
             for read, task in self._fresh_reads(fresh, cancel):
                 if cancel.is_set():
-                    return self._stop(batch, report)
+                    return True
                 batch.add(read, task.cost)
         except ReadCancelled:
-            return self._stop(batch, report)
-        batch.flush()
-        self.progress = replace(self.progress, building=False, complete=True)
-        self._tell(report)
+            return True
+        return False
 
     def _fresh_reads(self, tasks: list[_Task], cancel: threading.Event) -> Iterator[tuple[FileRead, _Task]]:
         count = worker_count()
@@ -178,12 +194,6 @@ class Builder:
         finally:
             workers.close()
 
-    def _stop(self, batch: _Batch, report: Callable[[IndexProgress], None]) -> None:
-        with contextlib.suppress(Exception):
-            batch.flush()
-        self.progress = replace(self.progress, building=False)
-        self._tell(report)
-
     def _tell(self, report: Callable[[IndexProgress], None]) -> None:
         with contextlib.suppress(Exception):
             self.index.record_build(self.progress)
@@ -191,7 +201,12 @@ class Builder:
 
 
 class _Batch:
-    """Reads waiting to be committed together."""
+    """Reads waiting to be committed together, written by a thread of their own.
+
+    The thread that gathers reads hands each full batch to the writer and goes on handing files
+    to the workers, so they keep parsing while a batch (a large file's keys, the full-text index)
+    is written. One batch waits at most while another is written, which bounds what is held.
+    """
 
     def __init__(self, builder: Builder, report: Callable[[IndexProgress], None]) -> None:
         self._builder = builder
@@ -199,6 +214,10 @@ class _Batch:
         self._reads: list[FileRead] = []
         self._cost = 0
         self._started = time.monotonic()
+        self._full: queue.Queue[tuple[list[FileRead], int] | None] = queue.Queue(maxsize=1)
+        self._failure: Exception | None = None
+        self._writer = threading.Thread(target=self._write, name=f"dsh-index-{builder.name}", daemon=True)
+        self._writer.start()
 
     def add(self, read: FileRead, cost: int) -> None:
         self._reads.append(read)
@@ -208,18 +227,38 @@ class _Batch:
             or self._cost >= BATCH_BYTES
             or time.monotonic() - self._started >= BATCH_SECONDS
         ):
-            self.flush()
+            self._hand_over()
 
-    def flush(self) -> None:
-        builder = self._builder
+    def _hand_over(self) -> None:
         if self._reads:
-            commit(builder.format, builder.index, self._reads, None)
+            self._full.put((self._reads, self._cost))
+        self._reads, self._cost = [], 0
+        self._started = time.monotonic()
+
+    def finish(self) -> None:
+        """Write what is gathered, wait for every batch to be written, and raise what writing raised."""
+        if self._writer.is_alive():
+            self._hand_over()
+            self._full.put(None)
+            self._writer.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def _write(self) -> None:
+        builder = self._builder
+        while (batch := self._full.get()) is not None:
+            if self._failure is not None:
+                continue  # taken, not written: the gatherer never waits on a writer that failed
+            reads, cost = batch
+            try:
+                commit(builder.format, builder.index, reads, None)
+            except Exception as failure:  # noqa: BLE001 - raised again in the gathering thread by `finish`
+                self._failure = failure
+                continue
             progress = builder.progress
             builder.progress = replace(
                 progress,
-                files_done=progress.files_done + len(self._reads),
-                bytes_done=min(progress.bytes_total, progress.bytes_done + self._cost),
+                files_done=progress.files_done + len(reads),
+                bytes_done=min(progress.bytes_total, progress.bytes_done + cost),
             )
             builder._tell(self._report)
-        self._reads, self._cost = [], 0
-        self._started = time.monotonic()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,10 +26,10 @@ _BLOCK_BYTES = 1024 * 1024
 
 _DECODER = json.JSONDecoder()
 _decode = _DECODER.decode
-_scan = _DECODER.scan_once
-"""The decoder's own scanner: `decode` is this plus checks of the whitespace around the value, which
-the agents never write, so a line is scanned directly and only one that does not scan whole is
-handed to `decode` to decide."""
+_scan: Callable[[str, int], tuple[JsonValue, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""The scanner `decode` parses with (typeshed does not name it): `decode` is this plus checks of
+the whitespace around the value, which the agents never write, so a line is scanned directly and
+only one that does not scan whole is handed to `decode` to decide."""
 
 
 class ReadCancelled(Exception):
