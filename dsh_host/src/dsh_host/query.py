@@ -18,11 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from dsh_host.paging import (
+from dsh_host.page_reads import (
     STORE_AGENT,
-    AgentInfo,
-    InvalidPageRequest,
-    SessionPage,
     activity,
     activity_order,
     check_limit,
@@ -34,6 +31,7 @@ from dsh_host.paging import (
     rows_by_activity,
     surface_page_of,
 )
+from dsh_host.paging import AgentInfo, InvalidPageRequest, SessionPage
 from dsh_host.session.events import SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
 from dsh_host.sources.base import PagedSource
@@ -210,7 +208,7 @@ class SessionQuery:
             records[session.id] = live_record(session, persisted=session.id in records)
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
 
-    # -- paged reads (see `dsh_host.paging`) ------------------------------------------------
+    # -- paged reads (see `dsh_host.page_reads`) ------------------------------------------------
 
     async def list_page(
         self, *, agent: str | None = None, cwd: str | None = None, after: str | None = None, limit: int = 50

@@ -53,8 +53,9 @@ from dsh_sources.transcript import TranscriptFormat
 if TYPE_CHECKING:
     import asyncio
 
-    from dsh_host import Agent, Event, Host, SurfacePage, SurfaceSnapshot, SurfaceTexts
+    from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
     from dsh_host.hookspecs import SourceFactory
+    from dsh_host.paging import SurfacePage
     from dsh_host.ui import AtToken, MentionCompletion
 
 _INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
