@@ -7,7 +7,6 @@ its pages are cut from its listing and surface. dsh-sources' paged sources are t
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 from pathlib import Path
@@ -19,9 +18,10 @@ from hypothesis import strategies as st
 from dsh_host import SessionNotFound
 from dsh_host.page_reads import activity, decode_cursor, encode_cursor
 from dsh_host.paging import AgentInfo, InvalidPageRequest
-from dsh_host.session.events import SessionHeader, surface_text
-from dsh_host.session.snapshots import surface_entry
+from dsh_host.session.events import SessionHeader
 from examples.notes_source import NotesPlugin
+from tests.dsh_host.test_sources_seam import run
+from tests.dsh_host.test_store_pages import readable, timed_log
 
 # Its logs are built by hand (random logs, turnless fixtures), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -31,19 +31,15 @@ PROPERTY = settings(max_examples=20, deadline=None, suppress_health_check=[Healt
 
 
 @pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    return folder
+def host(make_host, tmp_path):
+    """A host mounting the notes source on an empty folder, `tmp_path / "notes"`."""
+    (tmp_path / "notes").mkdir()
+    return make_host(objects={"notes": NotesPlugin()}, config={"sources": {"notes": {"dir": str(tmp_path / "notes")}}})
 
 
 @pytest.fixture
-def host(make_host, notes):
-    return make_host(objects={"notes": NotesPlugin()}, config={"sources": {"notes": {"dir": str(notes)}}})
-
-
-def run(coro):
-    return asyncio.run(coro)
+def notes(host, tmp_path) -> Path:
+    return tmp_path / "notes"
 
 
 def walk(query, limit: int, **filters) -> list:
@@ -161,20 +157,15 @@ def test_a_cursor_reads_back_as_its_key(at, session_id):
 # -- a session's surface and log ------------------------------------------------------------------------
 
 
-def entries_of(snapshot) -> list[tuple]:
-    out = []
-    for event in snapshot.events:
-        entry = surface_entry(0, event["seq"], event["time"], surface_text(event["type"], event.get("data")))
-        if entry is not None:
-            out.append((entry.seq, entry.time, entry.kind, entry.text))
-    return out
-
-
 def walk_surface(query, session_id: str, limit: int) -> list[tuple]:
     pages = [run(query.read_surface_page(session_id, limit=limit))]
     while pages[-1].before is not None:
         pages.append(run(query.read_surface_page(session_id, before=pages[-1].before, limit=limit)))
-    return [(e.seq, e.time, e.kind, e.text) for page in reversed(pages) for e in page.entries]
+    return [
+        (e.seq, e.time, e.kind, e.text, e.source_kind, e.source_plugin)
+        for page in reversed(pages)
+        for e in page.entries
+    ]
 
 
 def walk_events(query, session_id: str, limit: int) -> list:
@@ -188,9 +179,7 @@ def walk_events(query, session_id: str, limit: int) -> list:
 @PROPERTY
 def test_live_and_stored_sessions_page_the_same_surface_and_log(host, log_builder, data, limit):
     L = log_builder
-    raws, _, _ = L.draw_log(data.draw)
-    for i, raw in enumerate(raws):
-        raw["time"] = 100 + i
+    raws = timed_log(L, data.draw)
     run_id = next(_runs)
     live = host.sessions.create("/w", f"live-{run_id}")
     for raw in raws:
@@ -198,7 +187,7 @@ def test_live_and_stored_sessions_page_the_same_surface_and_log(host, log_builde
     host.store.import_log(L.header(f"stored-{run_id}"), L.events(raws))
     query = host.services.session_query
     for session_id in (f"live-{run_id}", f"stored-{run_id}"):
-        assert walk_surface(query, session_id, limit) == entries_of(run(query.read_surface(session_id)))
+        assert walk_surface(query, session_id, limit) == readable(run(query.read_surface(session_id)))
         assert walk_events(query, session_id, limit) == run(query.read_events(session_id))
 
 

@@ -307,21 +307,26 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
         postgres_server.drop(database.name)
 
 
-def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
+def as_version(database, version: int) -> None:
+    """Make the database's dsh schema the one `version` created, empty."""
     from dsh_host.store.postgres.schema import MIGRATIONS
 
+    with database.admin() as conn:
+        conn.execute("DROP SCHEMA dsh CASCADE")
+        conn.execute(f"SET ROLE {database.owner}")
+        conn.execute("CREATE SCHEMA dsh")
+        for migration in MIGRATIONS[:version]:
+            conn.execute(migration)
+        conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', %s)", (str(version),))
+        conn.execute("RESET ROLE")
+
+
+def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
     L = log_builder
     database = postgres_server.database()
     other = postgres_server.role("other")
     try:
-        with database.admin() as conn:  # the database as dsh schema version 4 left it
-            conn.execute("DROP SCHEMA dsh CASCADE")
-            conn.execute(f"SET ROLE {database.owner}")
-            conn.execute("CREATE SCHEMA dsh")
-            for migration in MIGRATIONS[:4]:
-                conn.execute(migration)
-            conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '4')")
-            conn.execute("RESET ROLE")
+        as_version(database, 4)
         # Sessions of two roles, written as version 4 wrote them: no last activity column.
         for role, session_id, created, times in (
             (database.user, "mine", 5, [10, 30, 20]),  # the last event's time, not the latest
@@ -573,19 +578,10 @@ def test_two_hosts_racing_on_one_session_never_duplicate_or_lose_an_event(postgr
 
 
 def test_init_gives_a_version_5_database_the_indexes_of_the_listing_by_activity(postgres_server, log_builder):
-    from dsh_host.store.postgres.schema import MIGRATIONS
-
     L = log_builder
     database = postgres_server.database()
     try:
-        with database.admin() as conn:  # the database as dsh schema version 5 left it
-            conn.execute("DROP SCHEMA dsh CASCADE")
-            conn.execute(f"SET ROLE {database.owner}")
-            conn.execute("CREATE SCHEMA dsh")
-            for migration in MIGRATIONS[:5]:
-                conn.execute(migration)
-            conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '5')")
-            conn.execute("RESET ROLE")
+        as_version(database, 5)
         with psycopg.connect(database.dsn(), autocommit=True) as conn:  # a session as version 5 wrote it
             header = '{"type":"session","version":0,"id":"old","createdAt":5,"cwd":"/w"}'
             conn.execute(

@@ -61,7 +61,11 @@ def list_sessions_page(conn: psycopg.Connection, limit: int, after: ListingKey |
     params: dict[str, object] = {"limit": limit}
     if after is not None:
         params.update(at=after[0], id=encode(after[1]))
-    listed = conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall()
+    return page_rows(conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall())
+
+
+def page_rows(listed: list[tuple[Any, ...]]) -> list[SessionRow]:
+    """The rows of a page query (id, created_at, cwd, title, last activity, then the raw cwd and title)."""
     return [
         SessionRow(
             sid.decode("utf-8", "surrogatepass"),
