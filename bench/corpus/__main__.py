@@ -1,4 +1,4 @@
-"""`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N]`: write the corpus and print what was written as JSON."""
+"""`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--gemini-gb G]`: write the corpus, print what was written."""
 
 from __future__ import annotations
 
@@ -19,12 +19,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the same seed writes the same bytes")
     parser.add_argument("--big-claude-gb", type=float, help="the big transcript's size (default: 25 %% of --gb)")
     parser.add_argument("--big-codex-gb", type=float, help="the big rollout's size (default: 17.5 %% of --gb)")
+    parser.add_argument(
+        "--gemini-gb",
+        type=float,
+        default=0.0,
+        help="also write about this many GB of Gemini CLI sessions into OUT_DIR/gemini (default: none)",
+    )
     args = parser.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty")
     try:
         corpus = generate(
-            args.out, gb=args.gb, seed=args.seed, big_claude_gb=args.big_claude_gb, big_codex_gb=args.big_codex_gb
+            args.out,
+            gb=args.gb,
+            seed=args.seed,
+            big_claude_gb=args.big_claude_gb,
+            big_codex_gb=args.big_codex_gb,
+            gemini_gb=args.gemini_gb,
         )
     except ValueError as error:
         parser.error(str(error))

@@ -450,6 +450,7 @@ def register_source(
     home: tuple[str, str],
     projection: int,
     display_name: str | None = None,
+    variable_is_home: bool = False,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
@@ -457,7 +458,8 @@ def register_source(
     environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
     format's projection rules: raise it when they change, and the files are read again.
     `display_name` is the agent's name as people know it (`Claude Code`), which views show
-    beside its sessions (default: `name`).
+    beside its sessions (default: `name`). With `variable_is_home` the variable names a home
+    directory in place of the user's, the folder being `home[1]` in it (Gemini CLI's `GEMINI_CLI_HOME`).
     """
     table_name = f"sources.{name}"
     variable, default = home
@@ -465,7 +467,10 @@ def register_source(
     def open_source(host: Host, table: dict[str, Any]) -> TranscriptSource:
         reject_unknown(table_name, table, ("dir",))
         explicit = read_str(table_name, table, "dir", None)
-        configured = explicit or os.environ.get(variable)
+        variable_value = os.environ.get(variable)
+        if variable_is_home and variable_value:
+            variable_value = os.path.join(variable_value, default)
+        configured = explicit or variable_value
         folder = Path(configured).expanduser() if configured else Path.home() / default
         index = SourceIndex(index_path(host.data_dir), name, projection)
         return TranscriptSource(
