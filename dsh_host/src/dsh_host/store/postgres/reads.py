@@ -7,6 +7,7 @@ connecting role is, to these reads, not stored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import psycopg
@@ -64,8 +65,12 @@ def list_sessions_page(conn: psycopg.Connection, limit: int, after: ListingKey |
     return page_rows(conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall())
 
 
-def page_rows(listed: list[tuple[Any, ...]]) -> list[SessionRow]:
-    """The rows of a page query (id, created_at, cwd, title, last activity, then the raw cwd and title)."""
+PageRow = tuple[bytes, float, "str | None", "str | None", float, "bytes | None", "bytes | None"]
+"""A page query's row: id, created_at, cwd, title, last activity, then the raw cwd and title."""
+
+
+def page_rows(listed: Sequence[PageRow]) -> list[SessionRow]:
+    """The `SessionRow`s of a page query's rows."""
     return [
         SessionRow(
             sid.decode("utf-8", "surrogatepass"),
