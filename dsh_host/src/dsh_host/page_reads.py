@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dsh_host.paging import InvalidPageRequest
-from dsh_host.session.snapshots import EventsPage, SurfaceEntry, SurfacePage, surface_entry
-from dsh_host.store.pages import event_span
+from dsh_host.session.snapshots import EventsPage, SurfacePage
+from dsh_host.store.pages import NodeRow, event_span, surface_page
 
 if TYPE_CHECKING:
     from dsh_host.jsontypes import JsonValue
@@ -96,16 +96,12 @@ def surface_page_of(
 
     Only the nodes from `before` back to the page's oldest entry are looked at.
     """
-    newest_first: list[SurfaceEntry] = []
-    for position in range(min(count, count if before is None else before) - 1, -1, -1):
-        entry = surface_entry(position, *node(position))
-        if entry is not None:
-            newest_first.append(entry)
-            if len(newest_first) > limit:
-                break
-    more = len(newest_first) > limit
-    entries = tuple(reversed(newest_first[:limit]))
-    return SurfacePage(session_id, entries, entries[0].position if more else None, captured_through_seq)
+
+    def fetch(at: int | None, wanted: int) -> list[NodeRow]:
+        stop = count if at is None else min(at, count)
+        return [(position, *node(position)) for position in range(stop - 1, max(stop - wanted, 0) - 1, -1)]
+
+    return surface_page(session_id, captured_through_seq, fetch, before, limit)
 
 
 def events_page_of(
