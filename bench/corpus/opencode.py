@@ -199,7 +199,7 @@ class OpenCodeWriter(ABC):
         error: dict[str, Any] | None = None,
         cwd: str = "/work/project",
     ) -> str:
-        """A reply to `parent`: step start, reasoning, a tool call, its texts, step finish (`summary`: a compaction's)."""
+        """A reply to `parent`: step start, reasoning, a tool call, texts, step finish (`summary`: a compaction's)."""
         parts: list[dict[str, Any]] = [{"type": "step-start", "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904"}]
         if reasoning is not None:
             parts.append({"type": "reasoning", "text": reasoning, "time": {"start": self.clock, "end": self.clock}})
