@@ -1,4 +1,4 @@
-"""`TranscriptSource`: one agent's sessions as a read-only `dsh_host.SessionSource`.
+"""`AgentSource`: one agent's sessions as a read-only `dsh_host.SessionSource` (`TranscriptSource` for JSONL files).
 
 Every answer comes from the index (`index.SourceIndex`), never from parsing a whole file again:
 a listing or search first brings the index up to date (`build.Builder`: only files that changed
@@ -9,8 +9,8 @@ answer at once from what is indexed so far, while a read of a session not indexe
 one session's file itself.
 
 How the index is brought up to date depends on how the agent keeps its sessions (`Updates`):
-one session a file (`FileUpdates`, the `build.Builder` of JSONL transcripts), or many sessions
-in one store such as a database (`stores.StoreUpdates`).
+one session a file (`TranscriptSource`, whose `FileUpdates` is the `build.Builder` of JSONL
+transcripts), or many sessions in one store such as a database (`stores.StoreUpdates`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class FileUpdates(Builder):
         return 0
 
 
-class TranscriptSource:
+class AgentSource:
     """The sessions of one agent (`fmt`), indexed in `index` and kept up to date by `updates`, under ids
     `<name>:<agent id>`.
 
@@ -377,6 +377,25 @@ class TranscriptSource:
         self.index.close()
 
 
+class TranscriptSource(AgentSource):
+    """The sessions of an agent keeping one session a file (`TranscriptFormat`), kept up to date by `FileUpdates`."""
+
+    def __init__(
+        self,
+        name: str,
+        fmt: TranscriptFormat,
+        index: SourceIndex,
+        *,
+        background: bool = False,
+        display_name: str | None = None,
+        configured: Path | None = None,
+    ) -> None:
+        updates = FileUpdates(name, fmt, index)
+        super().__init__(
+            name, fmt, index, updates, background=background, display_name=display_name, configured=configured
+        )
+
+
 def _latest(entry: SessionEntry) -> tuple[int, str]:
     """Of the files holding one agent session, the one active last serves it (ties: the path)."""
     return entry.updated_at, entry.path
@@ -445,11 +464,10 @@ def register_source(
         configured = os.environ.get(variable)
         return Path(configured).expanduser() if configured else Path.home() / default
 
-    def parts(folder: Path, index: SourceIndex) -> tuple[AgentFormat, Updates]:
-        fmt = make_format(folder)
-        return fmt, FileUpdates(name, fmt, index)
+    def open_source(folder: Path, index: SourceIndex, **options: Any) -> AgentSource:
+        return TranscriptSource(name, make_format(folder), index, **options)
 
-    _register(register, name, folder, parts, projection, display_name)
+    _register(register, name, folder, open_source, projection, display_name)
 
 
 def register_store_source(
@@ -466,34 +484,30 @@ def register_store_source(
     its data folder, unless `[sources.<name>] dir` names one, is what `home()` says.
     """
 
-    def parts(folder: Path, index: SourceIndex) -> tuple[AgentFormat, Updates]:
+    def open_source(folder: Path, index: SourceIndex, **options: Any) -> AgentSource:
         fmt = make_format(folder)
-        return fmt, StoreUpdates(name, fmt, index)
+        return AgentSource(name, fmt, index, StoreUpdates(name, fmt, index), **options)
 
-    _register(register, name, home, parts, projection, display_name)
+    _register(register, name, home, open_source, projection, display_name)
 
 
 def _register(
     register: Callable[[str, SourceFactory], None],
     name: str,
     home: Callable[[], Path],
-    parts: Callable[[Path, SourceIndex], tuple[AgentFormat, Updates]],
+    make_source: Callable[..., AgentSource],
     projection: int,
     display_name: str | None,
 ) -> None:
     table_name = f"sources.{name}"
 
-    def open_source(host: Host, table: dict[str, Any]) -> TranscriptSource:
+    def open_source(host: Host, table: dict[str, Any]) -> AgentSource:
         reject_unknown(table_name, table, ("dir",))
         explicit = read_str(table_name, table, "dir", None)
         folder = Path(explicit).expanduser() if explicit else home()
-        index = SourceIndex(index_path(host.data_dir), name, projection)
-        fmt, updates = parts(folder, index)
-        return TranscriptSource(
-            name,
-            fmt,
-            index,
-            updates,
+        return make_source(
+            folder,
+            SourceIndex(index_path(host.data_dir), name, projection),
             background=host in _INTERACTIVE,
             display_name=display_name,
             configured=folder if explicit else None,
@@ -527,7 +541,7 @@ class IndexingNotice:
         if token.quoted or self._name not in sources.names:
             return []
         source = await asyncio.to_thread(sources.get, self._name)
-        if not isinstance(source, TranscriptSource):
+        if not isinstance(source, AgentSource):
             return []
         read = await asyncio.to_thread(self._how_far, source)
         if read is None:
@@ -544,7 +558,7 @@ class IndexingNotice:
         ]
 
     @staticmethod
-    def _how_far(source: TranscriptSource) -> str | None:
+    def _how_far(source: AgentSource) -> str | None:
         """How far the source's build is, for the line (None: no build worth a line)."""
         progress = source.build_index(background=True)
         if progress.complete or not progress.building:
