@@ -78,9 +78,9 @@ def _in_wal_mode(path: str) -> bool:
             header = file.read(100)
     except OSError as error:
         raise Unreadable(error.strerror or "cannot be opened") from None
-    if len(header) < 100 or not header.startswith(_HEADER):
-        raise Unreadable("not a SQLite database")
-    return header[18] == 2 or header[19] == 2
+    if header and (len(header) < 100 or not header.startswith(_HEADER)):
+        raise Unreadable("not a SQLite database")  # empty, it is a database with no table yet
+    return bool(header) and (header[18] == 2 or header[19] == 2)
 
 
 @contextlib.contextmanager
