@@ -13,7 +13,8 @@ opens it. `StorageWriter` writes the same sessions as the JSON folder of version
 (packages/opencode/src/storage/json-migration.ts reads it: `storage/session/<project>/<ses>.json`,
 `storage/message/<ses>/<msg>.json`, `storage/part/<msg>/<prt>.json`, each with its ids).
 
-Used by the tests (`tests/dsh_sources/opencode_builders.py`) and by `python -m bench.corpus --opencode`.
+Used by the tests (`tests/dsh_sources/opencode_builders.py`) and, at scale (`generate_opencode`), by
+`python -m bench.corpus OUT --opencode-gb G`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ import json
 import os
 import random
 import sqlite3
+import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.corpus.material import BASE_MS, CWDS, DAY_MS, TOPICS, Blobs, Texts
+
+SESSIONS_PER_GB = 5_000
+MAX_SESSIONS = 10_000
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -339,3 +347,76 @@ class StorageWriter(OpenCodeWriter):
 
     def _put_part(self, sid: str, mid: str, pid: str, created: int, part: dict[str, Any]) -> None:
         self._write(f"part/{mid}/{pid}.json", {"id": pid, "sessionID": sid, "messageID": mid, **part})
+
+
+@dataclass(frozen=True)
+class OpenCodeCorpus:
+    """What `generate_opencode` wrote: the data folder to mount as `[sources.opencode] dir`, and counts."""
+
+    dir: str
+    database: str
+    sessions: int
+    children: int
+    messages: int
+    bytes: int
+    seconds: float
+
+
+def generate_opencode(folder: Path, gb: float, seed: int = 0) -> OpenCodeCorpus:
+    """An OpenCode data folder holding `opencode.db` of about `gb` GB, as a heavy OpenCode user's.
+
+    About 5,000 root sessions per GB (at most 10,000) of skewed sizes in the corpus's cwds, each
+    exchange a prompt and a reply with reasoning, a tool call (most bytes are its output, as in
+    real databases) and text; one session in 20 compacted along the way, one in 10 with a
+    subagent's child session. Closed as OpenCode leaves it: checkpointed, without -wal or -shm.
+    """
+    if gb <= 0:
+        raise ValueError(f"--opencode-gb must be positive, not {gb}")
+    began = time.perf_counter()
+    rng = random.Random(seed)
+    outputs = [json.loads(b'"' + output.text + b'"') for output in Blobs(random.Random(seed + 1)).pool]
+    folder.mkdir(parents=True, exist_ok=True)
+    db = DatabaseWriter(folder / "opencode.db", seed=seed)
+    db.conn.execute("PRAGMA synchronous = OFF")  # a generator's speed; OpenCode's own writes are what is read
+    total = gb * 1e9
+    count = max(5, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
+    weights = [rng.lognormvariate(0.0, 1.1) for _ in range(count)]
+    scale = total / sum(weights)
+    children = messages = 0
+    for weight in weights:
+        target = max(2_000, int(weight * scale))
+        texts = Texts(rng, rng.choice(TOPICS))
+        cwd = rng.choice(CWDS)
+        compact_at = target // 2 if rng.random() < 0.05 else -1
+        with db.transaction():
+            db.clock = BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
+            sid = db.session(cwd, f"Work on the {texts.topic}")
+            written = 0
+            while written < target:
+                prompt = db.user(sid, texts.prompt().decode())
+                output = outputs[rng.randrange(len(outputs))]
+                reply = texts.reply().decode()
+                db.assistant(sid, prompt, (reply,), reasoning=texts.thinking().decode(), tool_output=output, cwd=cwd)
+                messages += 2
+                written += len(output) + 1_500
+                if 0 <= compact_at <= written:
+                    compact_at = -1
+                    ask = db.compaction(sid)
+                    db.assistant(sid, ask, (texts.summary().decode(),), summary=True, cwd=cwd)
+                    messages += 2
+            if rng.random() < 0.1:
+                child = db.session(cwd, f"explore the {texts.topic} (@general subagent)", parent=sid)
+                task = db.user(child, texts.prompt().decode())
+                db.assistant(child, task, (texts.reply().decode(),), cwd=cwd)
+                children += 1
+                messages += 2
+    db.close()
+    return OpenCodeCorpus(
+        dir=str(folder),
+        database=str(db.path),
+        sessions=count,
+        children=children,
+        messages=messages,
+        bytes=os.path.getsize(db.path),
+        seconds=time.perf_counter() - began,
+    )

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench.corpus import PLANTED_PHRASE, RECORD_CAP, Corpus, append_claude, double_largest, generate
 from dsh_host import Host
 from tests.dsh_sources.conftest import AgentDirs, SourceHost
@@ -73,3 +75,30 @@ def test_the_same_seed_writes_the_same_bytes_and_a_doubled_variant_links_all_but
 def _replace_root(corpus: Corpus, name: str) -> str:
     text = json.dumps({**corpus.as_json(), "seconds": 0, "mb_per_s": 0})
     return text.replace(f"/{name}/", "/ROOT/").replace(f'/{name}"', '/ROOT"')
+
+
+def test_the_opencode_flag_adds_a_database_the_opencode_source_reads_whole(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+    from tests.dsh_sources.opencode_builders import opencode_source
+
+    assert main([str(tmp_path / "plain"), "--gb", "0.002"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "opencode" not in plain and not (tmp_path / "plain" / "opencode").exists()
+    assert main([str(tmp_path / "four"), "--gb", "0.002", "--opencode-gb", "0.002"]) == 0
+    written = json.loads(capsys.readouterr().out)["opencode"]
+    assert sorted(os.listdir(written["dir"])) == ["opencode.db"]
+    source = opencode_source(Path(written["dir"]), tmp_path / "index.sqlite3")
+    rows = source.list_sessions()
+    assert len(rows) == written["sessions"] and all(row.title and row.title.startswith("Work on the") for row in rows)
+    assert source.read_surface(rows[0].id) is not None and source.check() == [] and source.problems() == []
+    source.close()
+
+
+def test_a_size_of_no_gigabytes_for_opencode_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+
+    with pytest.raises(SystemExit) as exit:
+        main([str(tmp_path / "out"), "--opencode-gb", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("--opencode-gb must be positive, not 0.0")
+    assert not (tmp_path / "out").exists()
