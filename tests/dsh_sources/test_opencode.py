@@ -205,6 +205,20 @@ def test_the_database_is_read_without_creating_or_changing_a_file(base, source, 
     assert tree_state(base) == closed  # closed: the file alone, opened immutable
 
 
+def test_a_database_in_rollback_mode_is_read_without_creating_a_file(base, source):
+    db = DatabaseWriter(base / "opencode.db")
+    db.conn.execute("PRAGMA journal_mode = DELETE")  # OpenCode's fallback where WAL is unsupported
+    sid = db.session("/w", "t")
+    db.user(sid, "no wal here")
+    assert set(listing(base)) == {"opencode.db"}
+    assert messages(source, sid) == [("user", ("no wal here",))]
+    db.user(sid, "written while open")
+    source.refresh()
+    assert messages(source, sid)[-1] == ("user", ("written while open",))
+    assert set(listing(base)) == {"opencode.db"}
+    db.close()
+
+
 def test_a_wal_left_without_its_shm_is_read_from_a_private_copy(base, source, tmp_path):
     db = DatabaseWriter(base / "opencode.db")
     db.conn.execute("PRAGMA wal_autocheckpoint = 0")

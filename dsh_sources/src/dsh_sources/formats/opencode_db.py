@@ -15,13 +15,17 @@ decides what a reader creates and sees (measured with SQLite 3.40):
   not see and `mode=ro` would create a -shm for: the file and its -wal are copied to a private
   temporary folder and the copy is read;
 - a database in rollback mode (OpenCode's fallback where WAL is unsupported) is opened
-  `mode=ro`, which creates nothing.
+  `mode=ro`, which creates nothing; there a reader's lock holds OpenCode's commits back, so
+  each statement is its own short transaction instead of one for the whole read.
 
-Nothing is ever written: every connection is read-only, and the one transaction of a read is
-short. A locked, corrupt or unreadable database is a `StoreRead` with a problem, never an error.
-The columns read are those of 1.2.0's migrations (`id`, `parent_id`, `directory`, `title`,
-`time_created`, `time_updated` of `session`; `id`, `session_id`, `time_created`, `data` of
-`message` and `part`): a column added later is never needed, and a missing one reads as NULL.
+One window stays open: should OpenCode close and remove its -wal and -shm between the moment
+they are seen and the read's first page (microseconds), SQLite would make them again.
+
+Nothing is ever written: every connection is read-only. A locked, corrupt or unreadable
+database is a `StoreRead` with a problem, never an error. The columns read are those of 1.2.0's
+migrations (`id`, `parent_id`, `directory`, `title`, `time_created`, `time_updated` of `session`;
+`id`, `session_id`, `time_created`, `data` of `message` and `part`): a column added later is
+never needed, and a missing one reads as NULL.
 """
 
 from __future__ import annotations
@@ -83,15 +87,21 @@ def _in_wal_mode(path: str) -> bool:
     return bool(header) and (header[18] == 2 or header[19] == 2)
 
 
+IMMUTABLE, SNAPSHOT, ROLLBACK = "immutable", "snapshot", "rollback"
+"""How a database was opened: the file alone, without locks; with its WAL (or a copy), read in one
+transaction; in rollback mode, read a statement at a time."""
+
+
 @contextlib.contextmanager
-def open_read_only(path: str) -> Iterator[tuple[sqlite3.Connection, bool]]:
-    """A read-only connection to the database that creates no file beside it; and whether it is `immutable`."""
+def open_read_only(path: str) -> Iterator[tuple[sqlite3.Connection, str]]:
+    """A read-only connection to the database that creates no file beside it, and how it was opened."""
     wal = os.path.exists(path + "-wal")
     shm = os.path.exists(path + "-shm")
-    if _in_wal_mode(path) and not (wal and shm):
+    in_wal_mode = _in_wal_mode(path)
+    if in_wal_mode and not (wal and shm):
         if not wal:
             with _connect(_uri(path, "mode=ro&immutable=1")) as conn:
-                yield conn, True
+                yield conn, IMMUTABLE
             return
         with tempfile.TemporaryDirectory(prefix="dsh-opencode-") as folder:
             copy = os.path.join(folder, "copy.db")
@@ -101,10 +111,10 @@ def open_read_only(path: str) -> Iterator[tuple[sqlite3.Connection, bool]]:
             except OSError as error:
                 raise Unreadable(error.strerror or "cannot be copied") from None
             with _connect(_uri(copy, "mode=ro")) as conn:
-                yield conn, False
+                yield conn, SNAPSHOT
         return
     with _connect(_uri(path, "mode=ro")) as conn:
-        yield conn, False
+        yield conn, SNAPSHOT if in_wal_mode else ROLLBACK
 
 
 @contextlib.contextmanager
@@ -125,13 +135,13 @@ def read_database(path: str, marks: Mapping[str, str]) -> StoreRead:
     for _ in range(ATTEMPTS):
         before = signature(path)
         try:
-            with open_read_only(path) as (conn, immutable):
-                read = _read(conn, path, before, marks)
+            with open_read_only(path) as (conn, opened):
+                read = _read(conn, path, before, marks, whole=opened != ROLLBACK)
         except Unreadable as error:
             return StoreRead(path, before, {}, {}, {}, str(error))
         except sqlite3.Error as error:
             return StoreRead(path, before, {}, {}, {}, str(error) or type(error).__name__)
-        if not immutable or signature(path) == before:
+        if opened != IMMUTABLE or signature(path) == before:
             break  # an immutable read of a file that changed meanwhile may be torn: read it again
     assert read is not None
     return read
@@ -141,8 +151,12 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _read(conn: sqlite3.Connection, path: str, seen: tuple[int, ...] | None, marks: Mapping[str, str]) -> StoreRead:
-    conn.execute("BEGIN")
+def _read(
+    conn: sqlite3.Connection, path: str, seen: tuple[int, ...] | None, marks: Mapping[str, str], *, whole: bool
+) -> StoreRead:
+    """The read, in one transaction when `whole` (one consistent snapshot), else a statement at a time."""
+    if whole:
+        conn.execute("BEGIN")
     try:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"session", "message", "part"} <= tables:
@@ -178,7 +192,8 @@ def _read(conn: sqlite3.Connection, path: str, seen: tuple[int, ...] | None, mar
                 if bad:
                     skipped[session.id] = bad
     finally:
-        conn.execute("COMMIT")
+        if whole:
+            conn.execute("COMMIT")
     return StoreRead(path, seen, now, changed, skipped)
 
 
