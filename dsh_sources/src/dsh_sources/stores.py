@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from dsh_host.sources import IndexProgress
-from dsh_sources.build import SLOT_POLL_SECONDS, BuildLock, _slot
+from dsh_sources.build import BuildLock, run_alone
 from dsh_sources.index import SourceIndex
 from dsh_sources.transcript import StoreFormat
 
@@ -37,20 +37,7 @@ class StoreUpdates:
 
     def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
         """Bring every store up to date; False when another process is the builder or `cancel` came first."""
-        slot = _slot(self.index.path)
-        while not slot.acquire(timeout=SLOT_POLL_SECONDS):
-            if cancel.is_set():
-                return False
-        try:
-            if not self._lock.acquire():
-                return False
-            try:
-                self._build(cancel, report)
-            finally:
-                self._lock.release()
-        finally:
-            slot.release()
-        return True
+        return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
         listed = list(self.format.stores())

@@ -54,6 +54,21 @@ class SessionInfo:
     created: int
     updated: int
 
+    @classmethod
+    def of(
+        cls, sid: str, parent: object, directory: object, title: object, created: object, updated: object
+    ) -> SessionInfo:
+        """The session from values as read (a value of the wrong type reads as none; times in ms)."""
+        created_at = millis(created) or 0
+        return cls(
+            id=sid,
+            parent=parent if isinstance(parent, str) and parent else None,
+            directory=directory if isinstance(directory, str) else None,
+            title=title if isinstance(title, str) else None,
+            created=created_at,
+            updated=millis(updated) or created_at,
+        )
+
 
 @dataclass(frozen=True)
 class MessageInfo:
@@ -70,7 +85,8 @@ def mark(*values: object) -> str:
     return hashlib.blake2b(repr(values).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def _int(value: JsonValue) -> int | None:
+def millis(value: object) -> int | None:
+    """A time in milliseconds as OpenCode writes it (an integer; a float is cut), or None."""
     return value if type(value) is int else int(value) if type(value) is float else None
 
 
@@ -146,7 +162,7 @@ def project(session: SessionInfo, messages: Sequence[MessageInfo]) -> tuple[Fact
     last = session.created
     for message in kept:
         time = message.info.get("time")
-        when = _int(time.get("created")) if isinstance(time, dict) else None
+        when = millis(time.get("created")) if isinstance(time, dict) else None
         when = message.created if when is None else when
         last = max(last, when)
         role = message.info.get("role")

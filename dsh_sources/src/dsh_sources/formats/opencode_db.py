@@ -198,18 +198,8 @@ def _read(
 
 
 def _session(row: tuple[object, ...]) -> SessionInfo | None:
-    sid, parent, directory, title, created, updated = row
-    if not isinstance(sid, str) or not sid:
-        return None
-    created_at = created if type(created) is int else 0
-    return SessionInfo(
-        id=sid,
-        parent=parent if isinstance(parent, str) and parent else None,
-        directory=directory if isinstance(directory, str) else None,
-        title=title if isinstance(title, str) else None,
-        created=created_at,
-        updated=updated if type(updated) is int else created_at,
-    )
+    sid, *rest = row
+    return SessionInfo.of(sid, *rest) if isinstance(sid, str) and sid else None
 
 
 def _object(text: object) -> dict[str, JsonValue] | None:

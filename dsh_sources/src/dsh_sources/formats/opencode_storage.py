@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, project
+from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, millis, project
 from dsh_sources.transcript import Facts, Said, StoreRead
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ def _stamp(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_size, info.st_mtime_ns
-
-
-def _int(value: object) -> int | None:
-    return value if type(value) is int else int(value) if type(value) is float else None
 
 
 def read_storage(storage: str, marks: Mapping[str, str]) -> StoreRead:
@@ -105,16 +101,14 @@ def _part_folder(storage: str, message: str) -> str:
 def _session(sid: str, info: dict[str, JsonValue]) -> SessionInfo:
     time = info.get("time")
     times = time if isinstance(time, dict) else {}
-    created = _int(times.get("created")) or 0
-    parent, directory, title = info.get("parentID"), info.get("directory"), info.get("title")
-    return SessionInfo(
-        id=sid,
-        parent=parent if isinstance(parent, str) and parent else None,
-        directory=directory if isinstance(directory, str) else None,
-        title=title if isinstance(title, str) else None,
-        created=created,
-        updated=_int(times.get("updated")) or created,
+    fields = (
+        info.get("parentID"),
+        info.get("directory"),
+        info.get("title"),
+        times.get("created"),
+        times.get("updated"),
     )
+    return SessionInfo.of(sid, *fields)
 
 
 def _messages(storage: str, sid: str) -> tuple[list[MessageInfo], int]:
@@ -136,7 +130,7 @@ def _messages(storage: str, sid: str) -> tuple[list[MessageInfo], int]:
             except _Bad:
                 bad += 1
         time = info.get("time")
-        created = _int(time.get("created")) if isinstance(time, dict) else None
+        created = millis(time.get("created")) if isinstance(time, dict) else None
         messages.append(MessageInfo(name[: -len(".json")], created or 0, info, parts))
     messages.sort(key=lambda message: (message.created, message.id))
     return messages, bad
