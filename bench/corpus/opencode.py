@@ -259,7 +259,10 @@ class OpenCodeWriter(ABC):
 
 
 class DatabaseWriter(OpenCodeWriter):
-    """Writes `opencode.db` as OpenCode 1.2 does (`later_columns`: with the session columns added since)."""
+    """Writes `opencode.db` as OpenCode 1.2 does (`later_columns`: with the session columns added since).
+
+    An existing database is opened as it is (its tables made), as OpenCode opens it again.
+    """
 
     def __init__(self, path: Path, *, later_columns: bool = False, seed: int = 0) -> None:
         super().__init__(seed)
@@ -267,11 +270,12 @@ class DatabaseWriter(OpenCodeWriter):
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA busy_timeout = 5000")
+        made = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'session'").fetchone()
         with self.transaction():
-            for _, statements in MIGRATIONS:
+            for _, statements in () if made else MIGRATIONS:
                 for statement in statements:
                     self.conn.execute(statement)
-            if later_columns:
+            if later_columns and not made:
                 for statement in LATER_COLUMNS:
                     self.conn.execute(statement)
             self.conn.execute(

@@ -90,7 +90,7 @@ def test_a_database_and_the_older_folder_read_the_same_and_hide_what_they_must(s
 
 @settings(max_examples=40, deadline=None)
 @given(
-    bad_messages=st.lists(st.binary(max_size=40), max_size=4),
+    bad_messages=st.lists(st.binary(max_size=40).filter(lambda data: not data.strip().startswith(b"{")), max_size=4),
     bad_parts=st.lists(st.text(max_size=40).filter(lambda text: not text.strip().startswith("{")), max_size=4),
 )
 def test_rows_that_are_no_json_object_are_counted_never_raised(bad_messages, bad_parts) -> None:

@@ -54,6 +54,17 @@ _HEADER = b"SQLite format 3\x00"
 _SESSION_COLUMNS = ("id", "parent_id", "directory", "title", "time_created", "time_updated")
 
 
+_EVERY_PART = "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"
+_SHOWN_PARTS = (
+    "SELECT message_id, data FROM part WHERE session_id = ? AND CASE "
+    "WHEN typeof(data) != 'text' OR NOT json_valid(data) OR json_type(data) != 'object' THEN 1 "
+    "ELSE json_extract(data, '$.type') IN ('text', 'compaction') END ORDER BY message_id, id"
+)
+"""The parts that may show (and those that are no JSON object, to count): tool output, reasoning and the
+other kinds never shown hold most of a database's bytes, and SQLite passes over them without Python
+parsing them. CASE keeps the order: a value is typed and validated before its JSON is looked into."""
+
+
 class Unreadable(Exception):
     """The database cannot be read now (the message says why, in a few words)."""
 
@@ -216,9 +227,11 @@ def _messages(conn: sqlite3.Connection, session: str) -> tuple[list[MessageInfo]
     """The session's messages with their parts, in OpenCode's order; and how many rows were left out."""
     bad = 0
     parts: dict[str, list[dict[str, JsonValue]]] = {}
-    for message_id, data in conn.execute(
-        "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session,)
-    ):
+    try:
+        rows = conn.execute(_SHOWN_PARTS, (session,)).fetchall()
+    except sqlite3.OperationalError:  # a SQLite without JSON functions: every part is parsed here
+        rows = conn.execute(_EVERY_PART, (session,)).fetchall()
+    for message_id, data in rows:
         part = _object(data)
         if part is None:
             bad += 1
