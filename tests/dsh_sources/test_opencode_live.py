@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.dsh_sources.opencode_builders import opencode_installed as installed  # noqa: F401 (a fixture)
+
 pytestmark = pytest.mark.foreign_logs
 
 WRITER = """
@@ -40,17 +42,6 @@ for line in sys.stdin:
     print("committed", word, flush=True)
 db.close()
 """
-
-
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `opencode` entry point, as `pip install ./dsh_sources` makes it (a dist-info on `sys.path`)."""
-    site = tmp_path / "site"
-    info = site / "dsh_opencode_entry-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-opencode-entry\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[dsh]\nopencode = dsh_sources.opencode\n")
-    monkeypatch.syspath_prepend(str(site))
 
 
 @pytest.fixture
