@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from bench.corpus.opencode import DatabaseWriter, StorageWriter
 from dsh_sources.formats.opencode import OpenCodeFormat
 from dsh_sources.index import SourceIndex
 from dsh_sources.source import AgentSource
 from dsh_sources.stores import StoreUpdates
 
-__all__ = ["DatabaseWriter", "StorageWriter", "listing", "opencode_installed", "opencode_source"]
+__all__ = ["DatabaseWriter", "StorageWriter", "listing", "opencode_source"]
 
 
 def opencode_source(base: Path, index: Path) -> AgentSource:
@@ -35,14 +33,3 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
         info = os.stat(folder / name)
         out[name] = (info.st_size, info.st_mtime_ns)
     return out
-
-
-@pytest.fixture
-def opencode_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `opencode` entry point, as `pip install ./dsh_sources` makes it (a dist-info on `sys.path`)."""
-    site = tmp_path / "site"
-    info = site / "dsh_opencode_entry-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-opencode-entry\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[dsh]\nopencode = dsh_sources.opencode\n")
-    monkeypatch.syspath_prepend(str(site))

@@ -9,13 +9,12 @@ import pytest
 
 from tests.dsh_sources.conftest import tree_state
 from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter
-from tests.dsh_sources.opencode_builders import opencode_installed as installed  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.foreign_logs  # an imported copy is a synthesized log (surface events, no turns)
 
 
 @pytest.fixture
-def opencode(installed, tmp_path: Path, dsh_cli) -> tuple[Path, str]:
+def opencode(opencode_installed, tmp_path: Path, dsh_cli) -> tuple[Path, str]:
     data = tmp_path / "share" / "opencode"
     data.mkdir(parents=True)
     dsh_cli.plugins = ["session-reference", "compact", "opencode"]
@@ -57,7 +56,7 @@ def test_list_show_and_reference_an_opencode_session(dsh_cli, opencode):
 
 
 def test_check_reports_a_corrupt_database_and_the_older_folder_still_lists(dsh_cli, opencode):
-    data, sid = opencode
+    data, _ = opencode
     (data / "opencode.db").write_bytes(b"garbage, not a database" * 10)
     storage = StorageWriter(data / "storage", seed=5)
     old = storage.session("/work/old", "old session")

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.dsh_sources.opencode_builders import opencode_installed as installed  # noqa: F401 (a fixture)
-
 pytestmark = pytest.mark.foreign_logs
 
 WRITER = """
@@ -67,7 +65,7 @@ def writer(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
         process.wait()
 
 
-def test_dsh_sees_each_committed_message_of_a_running_opencode_and_creates_no_file(installed, writer, dsh_cli):
+def test_dsh_sees_each_committed_message_of_a_running_opencode_and_creates_no_file(opencode_installed, writer, dsh_cli):
     process, data, session = writer
     assert process.stdin is not None and process.stdout is not None
     dsh_cli.plugins = ["opencode"]
