@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import dsh_sources.opencode as plugin
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
+from dsh_sources.lines import ReadCancelled
 from tests.dsh_sources.conftest import tree_state
 from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter, listing, opencode_source
 
@@ -247,7 +249,7 @@ def test_a_change_only_the_wal_shows_is_seen_and_only_changed_sessions_are_read_
     source.refresh()
     reads: list[set[str]] = []
     read = source.format.read
-    source.format.read = lambda path, marks: reads.append(set((found := read(path, marks)).sessions)) or found
+    source.format.read = lambda *args: reads.append(set((found := read(*args)).sessions)) or found
     file_before = listing(base)["opencode.db"]
     db.user(busy, "second")
     assert listing(base)["opencode.db"] == file_before  # only the -wal changed
@@ -360,3 +362,20 @@ def test_a_database_that_is_not_yet_made_holds_no_session(base, source):
     sqlite3.connect(base / "opencode.db").close()  # an empty file: OpenCode has created it, not yet its tables
     assert source.list_sessions() == [] and source.problems() == []
     assert set(listing(base)) == {"opencode.db"}
+
+
+def test_a_cancelled_read_stops_between_sessions_and_writes_nothing(base, source):
+    for name, writer in (
+        ("db", DatabaseWriter(base / "opencode.db")),
+        ("storage", StorageWriter(base / "storage", seed=1)),
+    ):
+        sid = writer.session("/w", name)
+        writer.user(sid, "hello")
+    cancel = threading.Event()
+    cancel.set()
+    for path in source.format.stores():
+        with pytest.raises(ReadCancelled):
+            source.format.read(path, {}, cancel)
+    assert source._builder.run(cancel, lambda progress: None) and source.index.sessions() == []
+    assert not source._builder.update(list(source.format.stores()), cancel) and source.index.sessions() == []
+    assert len(source.list_sessions()) == 2

@@ -22,6 +22,7 @@ from dataclasses import replace
 from dsh_host.sources import IndexProgress
 from dsh_sources.build import BuildLock, run_alone
 from dsh_sources.index import SourceIndex
+from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import StoreFormat
 
 
@@ -49,9 +50,10 @@ class StoreUpdates:
         self.progress = IndexProgress(0, len(stale), 0, sum(sizes), True, False)
         self._tell(report)
         for path, size in zip(stale, sizes, strict=True):
-            if cancel.is_set():
+            try:
+                self._read(path, cancel)
+            except ReadCancelled:
                 break
-            self._read(path)
             done = self.progress
             self.progress = replace(done, files_done=done.files_done + 1, bytes_done=done.bytes_done + size)
             self._tell(report)
@@ -69,10 +71,13 @@ class StoreUpdates:
         signature = self.format.signature(path)
         return state is None or signature is None or state.get("signature") != list(signature)
 
-    def _read(self, path: str) -> None:
+    def _read(self, path: str, cancel: threading.Event) -> None:
+        """Read the store and write what changed (`lines.ReadCancelled`, nothing written, when `cancel` is set)."""
+        if cancel.is_set():
+            raise ReadCancelled
         state = self.index.store_state(path) or {}
         marks = state.get("marks") or {}
-        self.index.put_store(self.format.read(path, marks))
+        self.index.put_store(self.format.read(path, marks, cancel))
 
     def update(self, paths: list[str], cancel: threading.Event) -> bool:
         """Read the stores among `paths` that changed and forget those that are gone; whether the index changed."""
@@ -82,8 +87,11 @@ class StoreUpdates:
             self.index.forget(gone)
             changed = True
         for path in paths:
-            if path not in gone and not cancel.is_set() and self._stale(path):
-                self._read(path)
+            if path not in gone and self._stale(path):
+                try:
+                    self._read(path, cancel)
+                except ReadCancelled:
+                    break
                 changed = True
         return changed
 

@@ -22,6 +22,8 @@ from dsh_host.sources import SourceMessage
 from dsh_host.text import shorten_text
 
 if TYPE_CHECKING:
+    import threading
+
     from dsh_host.hookspecs import Json, JsonValue
 
 TITLE_CHARS = 80
@@ -185,10 +187,11 @@ class StoreFormat(AgentFormat, Protocol):
         """How the store looks now, cheaply (sizes, times): an unchanged signature needs no read; None: always read."""
         ...
 
-    def read(self, path: str, marks: Mapping[str, str]) -> StoreRead:
+    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
         """Read the store: every session's mark, and the sessions whose mark is not the one in `marks`.
 
-        Never raises for what is in the store: a store that cannot be read is a `StoreRead` with a `problem`.
+        Never raises for what is in the store: a store that cannot be read is a `StoreRead` with a
+        `problem`. `cancel`, checked between sessions, stops the read with `lines.ReadCancelled`.
         """
         ...
 

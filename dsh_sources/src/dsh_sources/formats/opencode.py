@@ -35,6 +35,8 @@ from dsh_sources.opencode import NAME
 from dsh_sources.transcript import Facts, Said, StoreRead, absolute_cwd, one_line, prompt_title
 
 if TYPE_CHECKING:
+    import threading
+
     from dsh_host.hookspecs import JsonValue
 
 PROJECTION = 1
@@ -226,14 +228,14 @@ class OpenCodeFormat:
             return signature(path)
         return None
 
-    def read(self, path: str, marks: Mapping[str, str]) -> StoreRead:
+    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
         if path.endswith(".db"):
             from dsh_sources.formats.opencode_db import read_database
 
-            return read_database(path, marks)
+            return read_database(path, marks, cancel)
         from dsh_sources.formats.opencode_storage import read_storage
 
-        return read_storage(path, marks)
+        return read_storage(path, marks, cancel)
 
     def rank(self, path: str) -> int:
         """A database serves a session before the older JSON folder does."""

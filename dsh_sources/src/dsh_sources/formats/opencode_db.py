@@ -36,11 +36,13 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, project
+from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 
 if TYPE_CHECKING:
@@ -140,14 +142,14 @@ def _connect(uri: str) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def read_database(path: str, marks: Mapping[str, str]) -> StoreRead:
+def read_database(path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
     """Every root session's mark, and the sessions whose mark is not the one in `marks` read again."""
     read: StoreRead | None = None
     for _ in range(ATTEMPTS):
         before = signature(path)
         try:
             with open_read_only(path) as (conn, opened):
-                read = _read(conn, path, before, marks, whole=opened != ROLLBACK)
+                read = _read(conn, path, before, marks, cancel, whole=opened != ROLLBACK)
         except Unreadable as error:
             return StoreRead(path, before, {}, {}, {}, str(error))
         except sqlite3.Error as error:
@@ -163,7 +165,13 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _read(
-    conn: sqlite3.Connection, path: str, seen: tuple[int, ...] | None, marks: Mapping[str, str], *, whole: bool
+    conn: sqlite3.Connection,
+    path: str,
+    seen: tuple[int, ...] | None,
+    marks: Mapping[str, str],
+    cancel: threading.Event | None,
+    *,
+    whole: bool,
 ) -> StoreRead:
     """The read, in one transaction when `whole` (one consistent snapshot), else a statement at a time."""
     if whole:
@@ -198,6 +206,8 @@ def _read(
                 continue  # a subagent's task, shown in its parent's conversation, not listed
             now[session.id] = mark(row, counts.get(session.id), parts.get(session.id))
             if marks.get(session.id) != now[session.id]:
+                if cancel is not None and cancel.is_set():
+                    raise ReadCancelled
                 messages, bad = _messages(conn, session.id)
                 changed[session.id] = project(session, messages)
                 if bad:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, millis, project
+from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return info.st_size, info.st_mtime_ns
 
 
-def read_storage(storage: str, marks: Mapping[str, str]) -> StoreRead:
+def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
     """Every root session's mark, and the sessions whose mark is not the one in `marks` read again."""
     skipped: dict[str, int] = {}
     now: dict[str, str] = {}
@@ -78,6 +80,8 @@ def read_storage(storage: str, marks: Mapping[str, str]) -> StoreRead:
             if sid in now or marks.get(sid) == stamp:
                 now.setdefault(sid, stamp)
                 continue
+            if cancel is not None and cancel.is_set():
+                raise ReadCancelled
             try:
                 info = _load(path)
             except _Bad:
