@@ -402,7 +402,7 @@ def generate_opencode(folder: Path, gb: float, seed: int = 0) -> OpenCodeCorpus:
                 reply = texts.reply().decode()
                 db.assistant(sid, prompt, (reply,), reasoning=texts.thinking().decode(), tool_output=output, cwd=cwd)
                 messages += 2
-                written += len(output) + 1_500
+                written += len(output) + 5_000  # the rows, reply, reasoning and index entries around it
                 if 0 <= compact_at <= written:
                     compact_at = -1
                     ask = db.compaction(sid)
