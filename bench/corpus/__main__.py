@@ -1,7 +1,8 @@
-"""`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--opencode-gb G]`: write the corpus, print it as JSON.
+"""`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--gemini-gb G] [--opencode-gb G]`: write the corpus.
 
-`--opencode-gb G` also writes an OpenCode data folder, `OUT_DIR/opencode/opencode.db` of about G
-GB (mount it as `[sources.opencode] dir`); without it the output is the Claude Code and Codex home alone.
+It prints what was written as JSON. `--opencode-gb G` also writes an OpenCode data folder,
+`OUT_DIR/opencode/opencode.db` of about G GB (mount it as `[sources.opencode] dir`); without
+it nothing of OpenCode is written.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the same seed writes the same bytes")
     parser.add_argument("--big-claude-gb", type=float, help="the big transcript's size (default: 25 %% of --gb)")
     parser.add_argument("--big-codex-gb", type=float, help="the big rollout's size (default: 17.5 %% of --gb)")
-    parser.add_argument("--opencode-gb", type=float, help="also write an OpenCode database of about this many GB")
+    parser.add_argument(
+        "--gemini-gb",
+        type=float,
+        default=0.0,
+        help="also write about this many GB of Gemini CLI sessions into OUT_DIR/gemini (default: none)",
+    )
+    parser.add_argument(
+        "--opencode-gb", type=float, help="also write an OpenCode database of about this many GB into OUT_DIR/opencode"
+    )
     args = parser.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty")
@@ -33,7 +42,12 @@ def main(argv: list[str]) -> int:
         parser.error(f"--opencode-gb must be positive, not {args.opencode_gb}")
     try:
         corpus = generate(
-            args.out, gb=args.gb, seed=args.seed, big_claude_gb=args.big_claude_gb, big_codex_gb=args.big_codex_gb
+            args.out,
+            gb=args.gb,
+            seed=args.seed,
+            big_claude_gb=args.big_claude_gb,
+            big_codex_gb=args.big_codex_gb,
+            gemini_gb=args.gemini_gb,
         )
         written = corpus.as_json()
         if args.opencode_gb is not None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_sources import lines as lines_module
-from dsh_sources.lines import JsonLines
+from dsh_sources.lines import JsonDocument, JsonLines
 from dsh_sources.transcript import iso_ms
 
 PIECES = st.sampled_from(
@@ -74,3 +74,15 @@ def test_timestamps_that_are_no_moment_are_none():
         "yesterday",
     ):
         assert iso_ms(text) is None, text
+
+
+def test_a_whole_json_document_is_one_record_or_one_skipped_line_and_an_oversized_one_is_not_held():
+    pretty = json.dumps({"sessionId": "s", "messages": [{"id": "m", "content": "a\nb"}]}, indent=2).encode()
+    document = JsonDocument(io.BytesIO(pretty))
+    assert list(document) == [json.loads(pretty)]
+    assert (document.skipped, document.oversized, document.consumed, document.unfinished) == (0, 0, len(pretty), False)
+    for data, skipped in ((b"[1, 2]", 1), (pretty[:-3], 1), (b"  \n", 0)):
+        document = JsonDocument(io.BytesIO(data))
+        assert list(document) == [] and (document.skipped, document.consumed) == (skipped, len(data))
+    big = JsonDocument(io.BytesIO(pretty), limit=10)
+    assert list(big) == [] and (big.skipped, big.oversized, big.consumed) == (1, 1, len(pretty))

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
-from dsh_sources.index import FileEntry, FileRead, SourceIndex
+from dsh_sources.index import FileEntry, FileRead, SourceIndex, process_alive
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
+from dsh_sources.spill import sweep
 from dsh_sources.transcript import TranscriptFormat
 from dsh_sources.workers import Workers, worker_count
 
@@ -123,6 +124,7 @@ class Builder:
         return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
+        sweep(self.index.path.parent, process_alive)
         listed: dict[str, os.stat_result] = {}
         for path in self.format.files():
             try:
@@ -169,12 +171,13 @@ class Builder:
         if sum(task.cost for task in tasks) < POOL_BYTES or count < 2 or len(tasks) < 2:
             for task in tasks:
                 with contextlib.suppress(OSError):
-                    yield read_file(self.format, task.path, None, None, cancel), task
+                    yield read_file(self.format, task.path, None, None, cancel, self.index.path.parent), task
             return
         by_path = {task.path: task for task in tasks}
         workers = Workers(count)
         try:
-            for result in workers.reads(self.format, [task.path for task in tasks], cancel):
+            paths = [task.path for task in tasks]
+            for result in workers.reads(self.format, paths, self.index.path.parent, cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
         finally:

@@ -449,6 +449,7 @@ def register_source(
     home: tuple[str, str],
     projection: int,
     display_name: str | None = None,
+    variable_is_home: bool = False,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
@@ -456,12 +457,15 @@ def register_source(
     environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
     format's projection rules: raise it when they change, and the files are read again.
     `display_name` is the agent's name as people know it (`Claude Code`), which views show
-    beside its sessions (default: `name`).
+    beside its sessions (default: `name`). With `variable_is_home` the variable names a home
+    directory in place of the user's, the folder being `home[1]` in it (Gemini CLI's `GEMINI_CLI_HOME`).
     """
     variable, default = home
 
     def folder() -> Path:
         configured = os.environ.get(variable)
+        if variable_is_home and configured:
+            configured = os.path.join(configured, default)
         return Path(configured).expanduser() if configured else Path.home() / default
 
     def open_source(folder: Path, index: SourceIndex, **options: Any) -> AgentSource:

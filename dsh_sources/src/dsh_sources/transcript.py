@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.sources import SourceMessage
 from dsh_host.text import shorten_text
+from dsh_sources.spill import NodeSpill
 
 if TYPE_CHECKING:
     import threading
@@ -77,7 +78,8 @@ class Update:
 
     `facts` is None when the file holds no session. The session's messages become the first
     `keep` stored ones followed by `tail`. `cut`, when not None, takes every node placed after
-    that position off the chain (-1: all of them) before `nodes` are written over what is stored.
+    that position off the chain (-1: all of them) before `nodes` are written over what is stored
+    (held in memory, or in the read's `NodeSpill` when it spilled them).
     `state` is what the projector needs to go on from here.
     """
 
@@ -86,7 +88,7 @@ class Update:
     keep: int
     tail: tuple[Said, ...]
     cut: int | None = None
-    nodes: tuple[Node, ...] = ()
+    nodes: tuple[Node, ...] | NodeSpill = ()
 
 
 class Reread(Exception):
@@ -113,6 +115,13 @@ class Stored(Protocol):
 
     def turn_starts(self, before: int, limit: int) -> list[int]:
         """The positions of the last `limit` typed prompts before `before`, newest first."""
+        ...
+
+    def spill(self) -> NodeSpill | None:
+        """Where a read from the file's start may keep its nodes instead of memory (None: keep them in memory).
+
+        The same spill on every call of one read; it is the projector's to fill and hand on in `Update.nodes`.
+        """
         ...
 
 
@@ -228,16 +237,24 @@ def iso_ms(value: JsonValue) -> int | None:
     """
     if not isinstance(value, str) or not value:
         return None
-    if len(value) == 24 and value[10] == "T" and value[19] == "." and value[23] == "Z" and value.isascii():
-        clock = value[11:13], value[14:16], value[17:19], value[20:23]
-        if value[13] == value[16] == ":" and all(part.isdigit() for part in clock):
-            hours, minutes, seconds, millis = map(int, clock)
+    if (
+        len(value) == 24
+        and value[23] == "Z"
+        and value[10] == "T"
+        and value[13] == value[16] == ":"
+        and value[19] == "."
+        and value.isascii()
+    ):
+        clock = value[11:13] + value[14:16] + value[17:19] + value[20:23]  # HHMMSSmmm
+        if clock.isdigit():
             day = _DAYS.get(value[:10], -1)
             if day == -1:
                 day = _DAYS[value[:10]] = _day_ms(value[:10])
+            number = int(clock)
+            hours, minutes, seconds = number // 10_000_000, number // 100_000 % 100, number // 1000 % 100
             if day is None or hours > 23 or minutes > 59 or seconds > 59:
                 return None
-            return max(0, day + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis)
+            return max(0, day + ((hours * 60 + minutes) * 60 + seconds) * 1000 + number % 1000)
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)
