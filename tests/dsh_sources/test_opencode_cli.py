@@ -68,3 +68,29 @@ def test_check_reports_a_corrupt_database_and_the_older_folder_still_lists(dsh_c
     assert code == 0, err  # a problem of a source is reported, not a finding of a session
     line = next(line for line in out.splitlines() if line.startswith("opencode  "))
     assert "opencode.db" in line and "not a SQLite database" in line
+
+
+async def test_dsh_mcp_finds_and_reads_an_opencode_session(make_host, tmp_path: Path):
+    from mcp import Client
+
+    import dsh_sources.opencode as plugin
+    from dsh_host.mcp.cli import session_catalog
+    from dsh_host.mcp.server import build_server
+
+    data = tmp_path / "oc"
+    data.mkdir()
+    db = DatabaseWriter(data / "opencode.db")
+    sid = db.session("/work/walrus", "Walrus log format")
+    prompt = db.user(sid, "Which walrus log format did we pick?")
+    db.assistant(sid, prompt, ("JSON lines, one event a line.",), tool_output="walrus.log")
+    db.close()
+    host = make_host(
+        ["session-reference"], objects={"opencode": plugin}, config={"sources": {"opencode": {"dir": str(data)}}}
+    )
+    async with Client(build_server(session_catalog(host))) as client:
+        found = await client.call_tool("search_sessions", {"query": "walrus"})
+        (session,) = found.structured_content["sessions"]
+        assert (session["id"], session["agent"]) == (f"opencode:{sid}", "OpenCode")
+        read = await client.call_tool("read_sessions", {"references": [f"opencode:{sid}"]})
+        assert "JSON lines, one event a line." in read.structured_content["snapshot"]
+        assert "walrus.log" not in read.structured_content["snapshot"]
