@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from dsh_host import CandidateRow, SessionHeader, SessionNotFound, SessionRow, StoredTitle, display_inline_text
 from dsh_host.settings import read_str, reject_unknown
@@ -442,6 +442,14 @@ FormatFactory = Callable[[Path], TranscriptFormat]
 StoreFormatFactory = Callable[[Path], StoreFormat]
 
 
+class _Options(TypedDict):
+    """How a registered source is opened: in the background or not, its display name, its configured folder."""
+
+    background: bool
+    display_name: str | None
+    configured: Path | None
+
+
 def register_source(
     register: Callable[[str, SourceFactory], None],
     name: str,
@@ -468,7 +476,7 @@ def register_source(
             configured = os.path.join(configured, default)
         return Path(configured).expanduser() if configured else Path.home() / default
 
-    def open_source(folder: Path, index: SourceIndex, **options: Any) -> AgentSource:
+    def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
         return TranscriptSource(name, make_format(folder), index, **options)
 
     _register(register, name, folder, open_source, projection, display_name)
@@ -488,7 +496,7 @@ def register_store_source(
     its data folder, unless `[sources.<name>] dir` names one, is what `home()` says.
     """
 
-    def open_source(folder: Path, index: SourceIndex, **options: Any) -> AgentSource:
+    def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
         fmt = make_format(folder)
         return AgentSource(name, fmt, index, StoreUpdates(name, fmt, index), **options)
 
@@ -499,7 +507,7 @@ def _register(
     register: Callable[[str, SourceFactory], None],
     name: str,
     home: Callable[[], Path],
-    make_source: Callable[..., AgentSource],
+    make_source: Callable[[Path, SourceIndex, _Options], AgentSource],
     projection: int,
     display_name: str | None,
 ) -> None:
@@ -509,13 +517,10 @@ def _register(
         reject_unknown(table_name, table, ("dir",))
         explicit = read_str(table_name, table, "dir", None)
         folder = Path(explicit).expanduser() if explicit else home()
-        return make_source(
-            folder,
-            SourceIndex(index_path(host.data_dir), name, projection),
-            background=host in _INTERACTIVE,
-            display_name=display_name,
-            configured=folder if explicit else None,
+        options = _Options(
+            background=host in _INTERACTIVE, display_name=display_name, configured=folder if explicit else None
         )
+        return make_source(folder, SourceIndex(index_path(host.data_dir), name, projection), options)
 
     register(name, open_source)
 
