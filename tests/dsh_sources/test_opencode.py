@@ -379,3 +379,16 @@ def test_a_cancelled_read_stops_between_sessions_and_writes_nothing(base, source
     assert source._builder.run(cancel, lambda progress: None) and source.index.sessions() == []
     assert not source._builder.update(list(source.format.stores()), cancel) and source.index.sessions() == []
     assert len(source.list_sessions()) == 2
+
+
+def test_an_unchanged_older_folder_is_checked_without_writing_the_index(base, source):
+    storage = StorageWriter(base / "storage")
+    sid = storage.session("/w", "old")
+    storage.user(sid, "first")
+    source.refresh()
+    stamp = source.index.stamp()
+    source.refresh()
+    assert source.index.stamp() == stamp
+    storage.user(sid, "second")
+    source.refresh()
+    assert source.index.stamp() != stamp and messages(source, sid)[-1] == ("user", ("second",))

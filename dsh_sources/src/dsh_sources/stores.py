@@ -18,12 +18,16 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from dsh_host.sources import IndexProgress
 from dsh_sources.build import BuildLock, run_alone
 from dsh_sources.index import SourceIndex
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.transcript import StoreFormat
+from dsh_sources.transcript import StoreFormat, StoreRead
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
 
 
 class StoreUpdates:
@@ -75,9 +79,12 @@ class StoreUpdates:
         """Read the store and write what changed (`lines.ReadCancelled`, nothing written, when `cancel` is set)."""
         if cancel.is_set():
             raise ReadCancelled
-        state = self.index.store_state(path) or {}
-        marks = state.get("marks") or {}
-        self.index.put_store(self.format.read(path, marks, cancel))
+        state = self.index.store_state(path)
+        marks = (state or {}).get("marks") or {}
+        read = self.format.read(path, marks, cancel)
+        if state is not None and _same(read, state):
+            return  # nothing moved (the older JSON folder, which has no signature, is read at every check)
+        self.index.put_store(read)
 
     def update(self, paths: list[str], cancel: threading.Event) -> bool:
         """Read the stores among `paths` that changed and forget those that are gone; whether the index changed."""
@@ -127,3 +134,16 @@ def _size(path: str) -> int:
         except OSError:
             continue
     return total
+
+
+def _same(read: StoreRead, state: Json) -> bool:
+    """Whether writing `read` would change nothing of what the index holds of its store."""
+    skipped = state.get("skipped") or {}
+    return (
+        read.problem is None
+        and state.get("problem") is None
+        and not read.sessions
+        and read.marks == state.get("marks")
+        and read.skipped.get("", 0) == skipped.get("", 0)
+        and (None if read.signature is None else list(read.signature)) == state.get("signature")
+    )
