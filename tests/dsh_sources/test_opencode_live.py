@@ -1,11 +1,12 @@
 """A live `opencode.db`: another process writes it in WAL mode, as OpenCode does, while `dsh` reads it.
 
 The writer (a child process standing for OpenCode) holds the database open and commits one
-exchange at a time when told to; after each commit `dsh sessions list|search|show` run, each a
-new command as a person would type it, and must see the exchange just committed, while the
-folder holds exactly the files OpenCode made (nothing beside them) and the database file itself
-is never changed by a read. When the writer exits and takes its -wal and -shm with it, `dsh`
-still reads everything and creates neither.
+exchange at a time when told to, or keeps a write transaction open. After each commit `dsh
+sessions list|search|show` run, each a new command as a person would type it, and must see the
+exchange just committed, while the folder holds exactly the files OpenCode made (nothing beside
+them) and the database file itself is never changed by a read. A write still open neither makes
+`dsh` wait nor shows. When the writer exits and takes its -wal and -shm with it, `dsh` still
+reads everything and creates neither.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ with db.transaction():
 print("ready", sid, flush=True)
 for line in sys.stdin:
     word = line.strip()
+    if word == "hold":  # a write transaction left open until the next line, as a reply streams in
+        with db.transaction():
+            db.user(sid, "not committed yet")
+            print("holding", flush=True)
+            sys.stdin.readline()
+        print("released", flush=True)
+        continue
     with db.transaction():
         prompt = db.user(sid, "please handle " + word)
         db.assistant(sid, prompt, ("handled " + word,))
@@ -89,6 +97,16 @@ def test_dsh_sees_each_committed_message_of_a_running_opencode_and_creates_no_fi
         assert [w for w in words if f"please handle {w}" in out and f"handled {w}" in out] == words[:count]
         assert sorted(os.listdir(data)) == made
     assert (data / "opencode.db").read_bytes() == database  # every commit is in the -wal: the file is as it was
+    process.stdin.write("hold\n")
+    process.stdin.flush()
+    assert process.stdout.readline().split() == ["holding"]
+    code, out, err = dsh_cli("sessions", "show", sid)  # OpenCode mid-write: dsh neither waits nor sees it
+    assert code == 0 and "handled marrowgate" in out and "not committed yet" not in out, err
+    process.stdin.write("release\n")
+    process.stdin.flush()
+    assert process.stdout.readline().split() == ["released"]
+    code, out, err = dsh_cli("sessions", "show", sid)
+    assert code == 0 and "not committed yet" in out, err
     process.stdin.close()
     assert process.wait(timeout=30) == 0
     assert sorted(os.listdir(data)) == ["opencode.db"]  # OpenCode closed: it checkpointed and removed both
