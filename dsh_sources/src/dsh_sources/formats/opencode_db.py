@@ -41,7 +41,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, project
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 

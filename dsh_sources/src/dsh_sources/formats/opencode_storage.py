@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dsh_sources.formats.opencode import MessageInfo, SessionInfo, mark, millis, project
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 
