@@ -227,34 +227,48 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
 _DAYS: dict[str, int | None] = {}
 """Milliseconds at midnight UTC of each date seen in a canonical timestamp (None: not a date)."""
+_minute: tuple[str, bool, int | None] = ("", False, None)
+"""The minute the last canonical timestamp fell in (`YYYY-MM-DDTHH:MM:`): whether it has the canonical
+form, and its milliseconds (None: not a time). A transcript's records come seconds apart."""
+
+
+def _minute_ms(head: str) -> tuple[str, bool, int | None]:
+    hours, minutes = head[11:13], head[14:16]
+    if not (head.isascii() and (hours + minutes).isdigit()):
+        return head, False, None
+    day = _DAYS.get(head[:10], -1)
+    if day == -1:
+        day = _DAYS[head[:10]] = _day_ms(head[:10])
+    if day is None or int(hours) > 23 or int(minutes) > 59:
+        return head, True, None
+    return head, True, day + (int(hours) * 60 + int(minutes)) * 60_000
 
 
 def iso_ms(value: JsonValue) -> int | None:
     """An ISO 8601 timestamp (`2025-01-02T03:04:05.678Z`) in milliseconds, or None.
 
-    The form the agents write (UTC, milliseconds, `Z`) is read without a datetime per call: a
-    transcript holds one per record.
+    The form the agents write (UTC, milliseconds, `Z`) is read without a datetime per call, and
+    its minute is worked out once for the records that fall in it: a transcript holds a
+    timestamp per record.
     """
+    global _minute
     if not isinstance(value, str) or not value:
         return None
     if (
         len(value) == 24
         and value[23] == "Z"
-        and value[10] == "T"
-        and value[13] == value[16] == ":"
         and value[19] == "."
-        and value.isascii()
+        and value[16] == value[13] == ":"
+        and value[10] == "T"
     ):
-        clock = value[11:13] + value[14:16] + value[17:19] + value[20:23]  # HHMMSSmmm
-        if clock.isdigit():
-            day = _DAYS.get(value[:10], -1)
-            if day == -1:
-                day = _DAYS[value[:10]] = _day_ms(value[:10])
+        minute = _minute
+        if minute[0] != value[:17]:
+            minute = _minute = _minute_ms(value[:17])
+        clock = value[17:19] + value[20:23]  # SSmmm
+        if minute[1] and clock.isascii() and clock.isdigit():
+            start = minute[2]
             number = int(clock)
-            hours, minutes, seconds = number // 10_000_000, number // 100_000 % 100, number // 1000 % 100
-            if day is None or hours > 23 or minutes > 59 or seconds > 59:
-                return None
-            return max(0, day + ((hours * 60 + minutes) * 60 + seconds) * 1000 + number % 1000)
+            return None if start is None or number >= 60_000 else max(0, start + number)
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)
