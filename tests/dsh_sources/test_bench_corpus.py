@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench.corpus import PLANTED_PHRASE, RECORD_CAP, Corpus, append_claude, double_largest, generate
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host
@@ -101,3 +103,30 @@ def test_gemini_sessions_are_written_only_when_asked_and_read_as_gemini_cli_s_ow
     markers = [event["data"].get("source") for event in surface.events if event["type"] == "user/message"]
     assert COMPACT_CHECKPOINT_SOURCE in markers
     source.close()
+
+
+def test_the_opencode_flag_adds_a_database_the_opencode_source_reads_whole(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+    from tests.dsh_sources.opencode_builders import opencode_source
+
+    assert main([str(tmp_path / "plain"), "--gb", "0.002"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "opencode" not in plain and not (tmp_path / "plain" / "opencode").exists()
+    assert main([str(tmp_path / "four"), "--gb", "0.002", "--opencode-gb", "0.002"]) == 0
+    written = json.loads(capsys.readouterr().out)["opencode"]
+    assert sorted(os.listdir(written["dir"])) == ["opencode.db"]
+    source = opencode_source(Path(written["dir"]), tmp_path / "index.sqlite3")
+    rows = source.list_sessions()
+    assert len(rows) == written["sessions"] and all(row.title and row.title.startswith("Work on the") for row in rows)
+    assert source.read_surface(rows[0].id) is not None and source.check() == [] and source.problems() == []
+    source.close()
+
+
+def test_a_size_of_no_gigabytes_for_opencode_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+
+    with pytest.raises(SystemExit) as exit:
+        main([str(tmp_path / "out"), "--opencode-gb", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("--opencode-gb must be positive, not 0.0")
+    assert not (tmp_path / "out").exists()

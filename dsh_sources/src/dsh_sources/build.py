@@ -48,6 +48,28 @@ def _slot(index: Path) -> threading.Lock:
         return _SLOTS.setdefault(index, threading.Lock())
 
 
+def run_alone(index: SourceIndex, lock: BuildLock, cancel: threading.Event, build: Callable[[], None]) -> bool:
+    """Run `build` as the one builder of a source (`lock`); False when another process is, or `cancel` came first.
+
+    Waiting for this process's other sources of `index` to finish their builds is cancellable:
+    a source closed meanwhile does not wait for another source's build.
+    """
+    slot = _slot(index.path)
+    while not slot.acquire(timeout=SLOT_POLL_SECONDS):
+        if cancel.is_set():
+            return False
+    try:
+        if not lock.acquire():
+            return False
+        try:
+            build()
+        finally:
+            lock.release()
+    finally:
+        slot.release()
+    return True
+
+
 @dataclass(frozen=True)
 class _Task:
     path: str
@@ -99,25 +121,8 @@ class Builder:
         self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
 
     def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
-        """Build now; False when another process is the builder or `cancel` came first (nothing was done).
-
-        Waiting for this process's other sources to finish their builds is cancellable: a source
-        closed meanwhile does not wait for another source's build.
-        """
-        slot = _slot(self.index.path)
-        while not slot.acquire(timeout=SLOT_POLL_SECONDS):
-            if cancel.is_set():
-                return False
-        try:
-            if not self._lock.acquire():
-                return False
-            try:
-                self._build(cancel, report)
-            finally:
-                self._lock.release()
-        finally:
-            slot.release()
-        return True
+        """Build now; False when another process is the builder or `cancel` came first (nothing was done)."""
+        return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
         sweep(self.index.path.parent, process_alive)

@@ -40,7 +40,7 @@ from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
 from dsh_sources.spill import NodeSpill
-from dsh_sources.transcript import Facts, Node, Said, Update
+from dsh_sources.transcript import Facts, Node, Said, StoreRead, Update
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
@@ -459,6 +459,72 @@ class SourceIndex:
         conn.executemany(_INSERT_MESSAGE, messages)
         conn.executemany(_INSERT_TEXT, texts)
         return True
+
+    # -- stores: many sessions in one file ----------------------------------------------------
+
+    def store_state(self, path: str) -> Json | None:
+        """What the last `put_store` of `path` recorded (signature, marks, skipped, problem), or None."""
+        entry = self.file(path)
+        return None if entry is None else self.state(entry.pk)
+
+    def put_store(self, read: StoreRead) -> None:
+        """Write a read of a store: its sessions read again replace theirs, those no longer in it go.
+
+        The store is one row of `files` (its `state` holds the read's signature, marks, skipped
+        counts and problem) and each of its sessions a row of `sessions` keyed by (file, agent
+        id). A read with a problem changes only the recorded problem (and forgets the signature,
+        so the next check reads it again): its sessions stay as they were.
+        """
+        conn = self._connection()
+        with self._transaction(conn):
+            row = conn.execute(
+                "SELECT pk, state FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(read.path))
+            ).fetchone()
+            before: Json = json.loads(row[1]) if row is not None and row[1] else {}
+            problem = read.problem
+            skipped = {  # a session not read again keeps its count; the store's own ("") is counted anew
+                held: count
+                for held, count in (before.get("skipped") or {}).items()
+                if held and held in read.marks and held not in read.sessions
+            }
+            state: Json = {
+                "signature": None if problem else read.signature,
+                "marks": before.get("marks", {}) if problem else read.marks,
+                "skipped": before.get("skipped", {}) if problem else {**skipped, **read.skipped},
+                "problem": problem,
+            }
+            dev, ino, size, mtime_ns = (*(read.signature or ())[:4], 0, 0, 0, 0)[:4]
+            values = (dev, ino, size, mtime_ns, json.dumps(state, separators=(",", ":")))
+            if row is None:
+                file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
+                conn.execute(
+                    "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, "
+                    "state, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, x'', x'', ?, 0)",
+                    (file, self.source, os.fsencode(read.path), *values),
+                )
+            else:
+                file = row[0]
+                conn.execute(
+                    "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, state = ?, "
+                    "generation = generation + 1 WHERE pk = ?",
+                    (*values, file),
+                )
+            if problem is None:
+                held = dict(conn.execute("SELECT agent_id, pk FROM sessions WHERE file = ?", (file,)).fetchall())
+                for agent_id, session in held.items():
+                    if agent_id not in read.marks or agent_id in read.sessions:
+                        self._forget_session(conn, session)
+                self._put_store_sessions(conn, file, read)
+            conn.execute(_STAMP, (self.source,))
+
+    def _put_store_sessions(self, conn: sqlite3.Connection, file: int, read: StoreRead) -> None:
+        next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
+        for session, (facts, messages) in enumerate(read.sessions.values(), next_session):
+            conn.execute(_INSERT_SESSION, _session_values(session, file, facts))
+            first = session << ORD_BITS
+            rows = message_rows(messages)[: 1 << ORD_BITS]
+            conn.executemany(_INSERT_MESSAGE, [(first + row[0], *row[1:8]) for row in rows])
+            conn.executemany(_INSERT_TEXT, [(first + row[0], row[8]) for row in rows])
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""

@@ -23,6 +23,8 @@ from dsh_host.text import shorten_text
 from dsh_sources.spill import NodeSpill
 
 if TYPE_CHECKING:
+    import threading
+
     from dsh_host.hookspecs import Json, JsonValue
 
 TITLE_CHARS = 80
@@ -135,26 +137,75 @@ class Projector(Protocol):
         ...
 
 
-class TranscriptFormat(Protocol):
-    """One agent's session files: where they are and how their records are projected."""
+class AgentFormat(Protocol):
+    """What a source asks of any agent's format: its provider name, where a session is, its outside titles."""
 
     provider: str
     """The agent, as the provenance `provider` of its assistant messages."""
 
-    def files(self) -> Iterator[str]:
-        """Every file that may hold a session (a missing folder holds none)."""
-        ...
-
     def locate(self, agent_id: str) -> list[str]:
         """The files that may hold the session the agent calls `agent_id` (without listing them all)."""
+        ...
+
+    def titles(self) -> Mapping[str, str]:
+        """Titles the agent keeps outside its session files, by its own session id."""
+        ...
+
+
+class TranscriptFormat(AgentFormat, Protocol):
+    """One agent's session files, one session a file: where they are and how their records are projected."""
+
+    def files(self) -> Iterator[str]:
+        """Every file that may hold a session (a missing folder holds none)."""
         ...
 
     def projector(self, path: str, state: Json | None, stored: Stored) -> Projector:
         """A projector of `path`'s records, going on from `state` (None: from the first byte)."""
         ...
 
-    def titles(self) -> Mapping[str, str]:
-        """Titles the agent keeps outside its session files, by its own session id."""
+
+@dataclass(frozen=True)
+class StoreRead:
+    """What reading a store (one file or folder holding many sessions, such as a database) found.
+
+    `signature` is how the store looked when read (None: it has none that is cheap to take, and
+    every check reads its marks). `marks` holds a mark of every session it holds now, by agent
+    id: a session whose mark did not move since the last read was not read again. `sessions`
+    holds each session read again (its facts and current messages); a session of the last read
+    that is not in `marks` is gone. `skipped` counts the records left out of the sessions read
+    again, by agent id (`""`: records of no session, counted at every read). `problem`, when set,
+    says why the store could not be read at all: what the index holds of it stays as it was.
+    """
+
+    path: str
+    signature: tuple[int, ...] | None
+    marks: dict[str, str]
+    sessions: dict[str, tuple[Facts, tuple[Said, ...]]]
+    skipped: dict[str, int]
+    problem: str | None = None
+
+
+class StoreFormat(AgentFormat, Protocol):
+    """One agent's stores, each holding many sessions (OpenCode's database, its older folder of JSON files)."""
+
+    def stores(self) -> Iterator[str]:
+        """Every store there is now (a missing folder holds none)."""
+        ...
+
+    def signature(self, path: str) -> tuple[int, ...] | None:
+        """How the store looks now, cheaply (sizes, times): an unchanged signature needs no read; None: always read."""
+        ...
+
+    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
+        """Read the store: every session's mark, and the sessions whose mark is not the one in `marks`.
+
+        Never raises for what is in the store: a store that cannot be read is a `StoreRead` with a
+        `problem`. `cancel`, checked between sessions, stops the read with `lines.ReadCancelled`.
+        """
+        ...
+
+    def rank(self, path: str) -> int:
+        """Of two stores holding one session, the one of higher rank serves it (then the one active last)."""
         ...
 
 
