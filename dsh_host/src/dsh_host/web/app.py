@@ -1,0 +1,266 @@
+"""The `dsh web` application: read-only pages over session query, session-reference and the log.
+
+Routes (every one GET or HEAD; `Guard` stands in front of all of them):
+
+- `/`: the listing, newest activity first, filtered by `agent` and `cwd`, paged by `after`;
+- `/rows`: the listing's first page alone (the page's script polls it to stay current);
+- `/search?q=&cwd=`: what `dsh sessions search` finds, with `cwd` preferred;
+- `/s/{uri}`: a session's surface, newest page first, `before` for older ones;
+- `/s/{uri}/after?position=`: its entries after a position (the page's script polls it);
+- `/s/{uri}/log`: its full log, newest page first, `before_seq` for older ones;
+- `/s/{uri}/preview`: what a mention of it brings, framed as `dsh ref preview` shows it;
+- `/s/{uri}/export.jsonl`, `/s/{uri}/export.html`: the log as `dsh sessions export` writes it,
+  and a static page of the session.
+
+A session is named by its `dsh-session:` URI. A malformed URI and a session this principal
+cannot read are both a 404 with one line.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from dsh_host.errors import DshError
+from dsh_host.store.base import SessionNotFound
+from dsh_host.terminal_text import display_inline_text
+from dsh_host.web import reads
+from dsh_host.web.export import export_log
+from dsh_host.web.jinja import templates
+from dsh_host.web.service import SessionHtml
+from dsh_host.web.views import log_event, message, row, visible_text, when
+
+if TYPE_CHECKING:
+    from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+    from dsh_host.query import SessionQuery
+    from dsh_host.sources.registry import SessionSources
+
+HERE = Path(__file__).parent
+LIST_PAGE = 50
+SEARCH_LIMIT = 50
+SURFACE_PAGE = 200
+LOG_PAGE = 500
+
+
+class NotFound(DshError):
+    """A session URI that is malformed or names no session this principal can read (404)."""
+
+
+class BadRequest(DshError):
+    """A parameter that cannot be read (400)."""
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What the pages read through: session query, the mounted sources, session-reference, and search."""
+
+    query: SessionQuery
+    sources: SessionSources
+    snapshots: SnapshotService
+    catalog: SessionCatalog
+    read_lines: Callable[[str], Awaitable[tuple[Any, list[str]]]]
+    """A session's header and log lines in export form (as `dsh sessions export` reads them)."""
+
+
+def build_app(reader: Reader) -> Starlette:
+    """The application (without its `Guard`, which `dsh web` wraps around it)."""
+    env = templates()
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+
+    def session_id(request: Request) -> str:
+        uri = request.path_params["uri"]
+        try:
+            return reader.snapshots.decode_uri(uri)
+        except DshError:
+            raise NotFound(f"not a session URI: {visible_text(uri)}") from None
+
+    async def header_of(request: Request) -> tuple[str, Any]:
+        sid = session_id(request)
+        try:
+            return sid, await reader.query.read_header(sid)
+        except SessionNotFound:
+            raise NotFound(f"no session {visible_text(sid)}") from None
+
+    def int_param(request: Request, name: str) -> int | None:
+        value = request.query_params.get(name)
+        if value is None or value == "":
+            return None
+        if not value.isdigit():
+            raise BadRequest(f"{name} must be a whole number, not {visible_text(value)}")
+        return int(value)
+
+    async def listing(request: Request) -> Response:
+        agent = request.query_params.get("agent") or None
+        cwd = request.query_params.get("cwd") or None
+        after = request.query_params.get("after") or None
+        agents = reads.list_agents(reader.sources)
+        result = await reads.list_page(
+            reader.query, agent=agent, cwd=cwd, after=after, limit=LIST_PAGE, agents=frozenset(a.name for a in agents)
+        )
+        rows = [_record_row(reader, r) for r in result.records]
+        cwds = await reads.list_cwds(reader.query, agent=agent)
+        template = "rows.html" if request.url.path == "/rows" else "list.html"
+        return page(
+            template,
+            rows=rows,
+            agents=agents,
+            agent=agent,
+            cwd=cwd,
+            cwds=[(c, visible_text(c)) for c in cwds],
+            next=result.next,
+            first=after is None,
+        )
+
+    async def search(request: Request) -> Response:
+        from dsh_host.sources import SearchQuery
+
+        q = request.query_params.get("q", "")
+        cwd = request.query_params.get("cwd") or None
+        rows = []
+        if q.strip():
+            found = await reader.query.search_candidates(
+                q, target_id=None, target_cwd=cwd, limit=SEARCH_LIMIT, group_by_cwd=cwd is not None
+            )
+            words = tuple(SearchQuery(q).words)
+            for r in found:
+                agent = reader.query.agent_name(r.id)
+                uri = reader.snapshots.encode_uri(r.id)
+                rows.append(row(r.id, uri, r.title, agent, r.cwd, r.created_at, r.last_activity_at, r.snippet, words))
+        return page("search.html", q=visible_text(q), raw_q=q, cwd=cwd or "", rows=rows, searched=bool(q.strip()))
+
+    async def session(request: Request) -> Response:
+        sid, header = await header_of(request)
+        before = int_param(request, "before")
+        surface = await reads.read_surface_page(reader.query, sid, before=before, limit=SURFACE_PAGE)
+        title = await reader.query.read_title(sid)
+        return page(
+            "session.html",
+            **await _session_context(reader, sid, header, title.title if title else None, request),
+            messages=[message(e) for e in surface.entries],
+            older=surface.before,
+            newest=before is None,
+            last_position=surface.entries[-1].position if surface.entries else -1,
+        )
+
+    async def after(request: Request) -> Response:
+        sid, _ = await header_of(request)
+        position = int_param(request, "position")
+        surface = await reads.read_surface_page(reader.query, sid, limit=SURFACE_PAGE)
+        new = [e for e in surface.entries if position is None or e.position > position]
+        html = env.get_template("messages.html").render(messages=[message(e) for e in new])
+        last = new[-1].position if new else position
+        return JSONResponse({"html": html, "position": last})
+
+    async def log(request: Request) -> Response:
+        sid, header = await header_of(request)
+        before_seq = int_param(request, "before_seq")
+        events = await reads.read_events_page(reader.query, sid, before_seq=before_seq, limit=LOG_PAGE)
+        title = await reader.query.read_title(sid)
+        return page(
+            "log.html",
+            **await _session_context(reader, sid, header, title.title if title else None, request),
+            events=[log_event(e) for e in events.events],
+            older=events.before_seq,
+        )
+
+    async def preview(request: Request) -> Response:
+        sid, header = await header_of(request)
+        title = await reader.query.read_title(sid)
+        snapshot = await reader.catalog.snapshot([reader.snapshots.encode_uri(sid)])
+        budget = getattr(reader.snapshots, "max_reference_bytes", None)
+        sources = [
+            {
+                "label": visible_text(str(meta.get("label"))),
+                "budget": budget,
+                "bytes": len(snapshot.text.encode("utf-8", "surrogatepass")),
+                **{k: meta.get(k) for k in ("originalMessages", "retainedMessages", "omittedMessages", "omittedBytes")},
+                "truncated": bool(meta.get("truncated")),
+                "compacted": bool(meta.get("compacted")),
+            }
+            for meta in snapshot.sources
+        ]
+        return page(
+            "preview.html",
+            **await _session_context(reader, sid, header, title.title if title else None, request),
+            snapshot=visible_text(snapshot.text),
+            sources=sources,
+        )
+
+    async def export_jsonl(request: Request) -> Response:
+        sid, _ = await header_of(request)
+        header, lines = await reader.read_lines(sid)
+        return Response(
+            export_log(header, lines),
+            media_type="application/x-ndjson; charset=utf-8",
+            headers={"content-disposition": 'attachment; filename="session.jsonl"'},
+        )
+
+    async def export_page(request: Request) -> Response:
+        sid, _ = await header_of(request)
+        html = await SessionHtml(reader.query).page(sid)
+        return HTMLResponse(html, headers={"content-disposition": 'attachment; filename="session.html"'})
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        status = 404 if isinstance(exc, NotFound) else 400
+        return PlainTextResponse(f"{visible_text(str(exc))}\n", status_code=status)
+
+    routes = [
+        Route("/", listing),
+        Route("/rows", listing),
+        Route("/search", search),
+        Route("/s/{uri}", session),
+        Route("/s/{uri}/after", after),
+        Route("/s/{uri}/log", log),
+        Route("/s/{uri}/preview", preview),
+        Route("/s/{uri}/export.jsonl", export_jsonl),
+        Route("/s/{uri}/export.html", export_page),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Starlette(
+        routes=routes,
+        exception_handlers={NotFound: refused, BadRequest: refused, reads.InvalidPageRequest: refused},
+    )
+
+
+def _record_row(reader: Reader, record: Any) -> Any:
+    uri = reader.snapshots.encode_uri(record.id)
+    return row(record.id, uri, record.title, record.agent, record.cwd, record.created_at, record.last_activity_at)
+
+
+async def _session_context(
+    reader: Reader, session_id: str, header: Any, title: str | None, request: Request
+) -> dict[str, Any]:
+    """What every page of one session shows at its top, and what its buttons copy."""
+    agent = reader.query.agent_name(session_id)
+    uri = reader.snapshots.encode_uri(session_id)
+    # Labelled as `dsh ref mention` and the `@` menu label it: the title made inert, else the id.
+    mention = display_inline_text(reader.snapshots.format_mention(session_id, display_inline_text(title or session_id)))
+    chat = None if agent is not None else f"dsh chat --session {_shell_word(session_id)}"
+    return {
+        "sid": visible_text(session_id),
+        "uri": uri,
+        "title": visible_text(title) if title else "(untitled)",
+        "agent": visible_text(agent) if agent else "dsh",
+        "own": agent is None,
+        "cwd": visible_text(header.cwd) if header.cwd else "(no cwd)",
+        "created": when(header.created_at),
+        "mention": mention,
+        "chat": chat,
+        "path": request.url.path,
+    }
+
+
+def _shell_word(text: str) -> str:
+    """`text` as one shell word (quoted unless it is plain), its control characters inert."""
+    return shlex.quote(display_inline_text(text))

@@ -1,0 +1,23 @@
+"""The pages over a store of hand-written sessions, read through the guarded app."""
+
+from __future__ import annotations
+
+from dsh_host import Host
+from dsh_session_reference import encode_uri
+from tests.web.sessions import conversation, store_log
+
+
+def test_the_list_shows_sessions_newest_activity_first(web_host: Host, client) -> None:
+    store_log(web_host, "old", conversation(("first", "one"), time=5_000, title="Old one"), created_at=1_000, cwd="/a")
+    store_log(web_host, "new", conversation(("second", "two"), time=2_000, title="New one"), created_at=2_000, cwd="/b")
+    page = client.get("/").text
+    # "old" was created first but was active last.
+    assert page.index("Old one") < page.index("New one")
+    assert "/b" in page and 'title="1970-01-01T00:00:05.006Z"' in page
+
+
+def test_a_session_page_shows_its_messages(web_host: Host, client) -> None:
+    store_log(web_host, "s1", conversation(("what is *this*", "it is **bold**"), title="T"), created_at=1, cwd="/a")
+    page = client.get(f"/s/{encode_uri('s1')}")
+    assert page.status_code == 200
+    assert "<strong>bold</strong>" in page.text and "<em>this</em>" in page.text
