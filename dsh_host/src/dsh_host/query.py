@@ -11,17 +11,42 @@ thread and needs no event loop.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from dsh_host.session.events import SessionHeader, surface_text
-from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.paging import (
+    STORE_AGENT,
+    AgentInfo,
+    InvalidPageRequest,
+    SessionPage,
+    activity,
+    activity_order,
+    check_limit,
+    check_position,
+    decode_cursor,
+    encode_cursor,
+    events_page_of,
+    is_after,
+    rows_by_activity,
+    surface_page_of,
+)
+from dsh_host.session.events import SessionHeader, SurfaceText, surface_text
+from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
+from dsh_host.sources.base import PagedSource
 from dsh_host.sources.ranking import merge_candidates, store_scorer
 from dsh_host.sources.registry import SessionSources
-from dsh_host.store.base import CandidateRow, ListingKey, SessionNotFound, SessionRow, SessionStore
+from dsh_host.store.base import (
+    ActivityKey,
+    CandidateRow,
+    ListingKey,
+    SessionNotFound,
+    SessionRow,
+    SessionStore,
+)
 from dsh_host.store.search import name_matches, name_needle
 from dsh_host.titles import latest_title
 
@@ -182,17 +207,165 @@ class SessionQuery:
             return [make(row + stored) for row in rows]
         records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
-            title = latest_title(session.events)
-            records[session.id] = SessionRecord(
-                session.id,
-                session.header.created_at,
-                session.header.cwd,
-                title["title"] if title else None,
-                last_activity(session),
-                live=True,
-                persisted=session.id in records,
-            )
+            records[session.id] = live_record(session, persisted=session.id in records)
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
+
+    # -- paged reads (see `dsh_host.paging`) ------------------------------------------------
+
+    async def list_page(
+        self, *, agent: str | None = None, cwd: str | None = None, after: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        """A page of the sessions of the store and the sources, newest last activity first (ties by id).
+
+        `agent` is None for every session, `"dsh"` for the store's own, else a mounted source's
+        name; `cwd` keeps the sessions of exactly that cwd; `after` is the previous page's
+        `next`. Last activity is `last_activity_at`, or `created_at` where a source does not
+        know it. The store and each source read only their rows of the page, on worker threads;
+        this process's live sessions are folded in. `InvalidPageRequest` for a malformed cursor,
+        an unknown agent or a limit out of range.
+        """
+        import asyncio
+
+        reads = self._page_reads(agent, cwd, after, limit)
+        done = await asyncio.gather(*(asyncio.to_thread(read) for read in reads.calls))
+        return reads.page(done)
+
+    def list_page_now(
+        self, *, agent: str | None = None, cwd: str | None = None, after: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        """`list_page` for a synchronous caller: the store and sources are read on the calling thread."""
+        reads = self._page_reads(agent, cwd, after, limit)
+        return reads.page([read() for read in reads.calls])
+
+    def _page_reads(self, agent: str | None, cwd: str | None, after: str | None, limit: int) -> _PageReads:
+        check_limit(limit)
+        key = None if after is None else decode_cursor(after)
+        with_store, names = self._listed(agent)
+        sources = self._sources()
+        live = self._live_sessions() if with_store else []
+        calls: list[Callable[[], list[SessionRow]]] = []
+        if with_store:
+            calls.append(lambda: self._store().list_sessions_by_activity(limit + 1 + len(live), key, cwd))
+        for name in names:
+            calls.append(functools.partial(_source_by_activity, sources, name, limit + 1, key, cwd))
+        return _PageReads(calls, with_store, names, live, key, cwd, limit, sources)
+
+    def _listed(self, agent: str | None) -> tuple[bool, tuple[str, ...]]:
+        """Whether the store's sessions are listed, and the sources listed, for an `agent` filter."""
+        names = self._sources().names
+        if agent is None:
+            return True, names
+        if agent == STORE_AGENT:
+            return True, ()
+        if agent in names:
+            return False, (agent,)
+        known = ", ".join([STORE_AGENT, *names])
+        raise InvalidPageRequest(f"unknown agent {agent!r} (known: {known})")
+
+    async def list_agents(self) -> list[AgentInfo]:
+        """The agents the listing can be filtered to: `dsh` first, then each mounted source in order."""
+        import asyncio
+
+        sources = self._sources()
+
+        def agents() -> list[AgentInfo]:
+            return [AgentInfo(STORE_AGENT, STORE_AGENT)] + [
+                AgentInfo(name, sources.display_name(name)) for name in sources.names
+            ]
+
+        return await asyncio.to_thread(agents)
+
+    async def list_cwds(self, *, agent: str | None = None) -> list[str]:
+        """The distinct cwds of the sessions (of one agent, as `list_page` filters), in code-point order."""
+        import asyncio
+
+        with_store, names = self._listed(agent)
+        sources = self._sources()
+        found: set[str | None] = set()
+        if with_store:
+            found.update(session.header.cwd for session in self._live_sessions())
+
+        def read() -> None:
+            if with_store:
+                found.update(self._store().list_cwds())
+            for name in names:
+                source = sources.get(name)
+                if isinstance(source, PagedSource):
+                    found.update(source.list_cwds())
+                else:
+                    found.update(row.cwd for row in source.list_sessions())
+
+        await asyncio.to_thread(read)
+        return sorted(cwd for cwd in found if cwd is not None)
+
+    async def read_surface_page(self, session_id: str, *, before: int | None = None, limit: int = 50) -> SurfacePage:
+        """The newest `limit` readable entries of the session's current surface before position `before`.
+
+        Entries are user, assistant and steering messages with text, a compaction checkpoint
+        one entry (`SurfaceEntry.kind`), in reading order; `before` is None for the newest page,
+        else the previous page's `before`. The store reads only the page's rows. Raises
+        SessionNotFound for an unknown id, `InvalidPageRequest` for a bad `before` or limit.
+        """
+        import asyncio
+
+        check_limit(limit)
+        check_position("before", before)
+        session = self._live(session_id)
+        if session is not None:
+            return live_surface_page(session, before, limit)
+        return await asyncio.to_thread(self._surface_page, session_id, before, limit)
+
+    def _surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        source = self._sources().for_session(session_id)
+        if source is None:
+            return self._store().read_surface_page(session_id, before, limit)
+        if isinstance(source, PagedSource):
+            return source.read_surface_page(session_id, before, limit)
+        snapshot = source.read_surface(session_id)
+        nodes = snapshot.events
+
+        def node(position: int) -> tuple[int, int | float | None, SurfaceText]:
+            event = nodes[position]
+            time = event.get("time")
+            return (
+                cast(int, event.get("seq")),
+                time if isinstance(time, int | float) else None,
+                surface_text(cast(str, event.get("type")), event.get("data")),
+            )
+
+        return surface_page_of(session_id, snapshot.captured_through_seq, len(nodes), node, before, limit)
+
+    async def read_events_page(self, session_id: str, *, before_seq: int | None = None, limit: int = 200) -> EventsPage:
+        """The newest `limit` events of the session's full log with seq below `before_seq`, in seq order.
+
+        Log form, as `read_events` gives them; `before_seq` is None for the newest page, else the
+        previous page's `before_seq`. The store reads only the page's events; a source's
+        session pages its synthesized log.
+        """
+        import asyncio
+
+        check_limit(limit)
+        check_position("before_seq", before_seq)
+        session = self._live(session_id)
+        if session is not None:
+            events = session.events
+
+            def event(seq: int) -> dict[str, JsonValue]:
+                return cast("dict[str, JsonValue]", json.loads(events[seq].to_line()))
+
+            return events_page_of(session_id, len(events), event, before_seq, limit)
+        return await asyncio.to_thread(self._events_page, session_id, before_seq, limit)
+
+    def _events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
+        source = self._sources().for_session(session_id)
+        if source is None:
+            return self._store().read_events_page(session_id, before_seq, limit)
+        _, lines = source.read_lines(session_id)
+
+        def event(seq: int) -> dict[str, JsonValue]:
+            return cast("dict[str, JsonValue]", json.loads(lines[seq]))
+
+        return events_page_of(session_id, len(lines), event, before_seq, limit)
 
     async def search_candidates(
         self,
@@ -366,6 +539,83 @@ def last_activity(session: Session) -> int | float:
 def _after(session: SessionRow | SessionHeader, key: ListingKey | None) -> bool:
     """Whether `session` comes after `key` in the newest-first listing (everything does after None)."""
     return key is None or (-session.created_at, session.id) > (-key[0], key[1])
+
+
+def _source_by_activity(
+    sources: SessionSources, name: str, limit: int, after: ActivityKey | None, cwd: str | None
+) -> list[SessionRow]:
+    """A source's rows of a listing page: its own page, or cut from its listing when it pages none."""
+    source = sources.get(name)
+    if isinstance(source, PagedSource):
+        return source.list_sessions_by_activity(limit, after, cwd)
+    return rows_by_activity(source.list_sessions(), limit, after, cwd)
+
+
+@dataclass
+class _PageReads:
+    """The reads one listing page needs (`calls`: the store's first, then each source's), and their merge."""
+
+    calls: list[Callable[[], list[SessionRow]]]
+    with_store: bool
+    names: tuple[str, ...]
+    live: list[Session]
+    after: ActivityKey | None
+    cwd: str | None
+    limit: int
+    sources: SessionSources
+
+    def page(self, done: list[list[SessionRow]]) -> SessionPage:
+        """The page from the reads' rows: each read holds its first `limit + 1` rows past the key (the store's
+        more, for the live sessions it may drop), so the union's first `limit + 1` are among them."""
+        records: list[SessionRecord] = []
+        by_source = done
+        if self.with_store:
+            stored, *by_source = done
+            live_ids = {session.id for session in self.live}
+            stored_ids = {row.id for row in stored}
+            flags = (False, True, None, None)
+            records.extend(SessionRecord._make(row + flags) for row in stored if row.id not in live_ids)
+            for session in self.live:
+                record = live_record(session, persisted=session.id in stored_ids)
+                if (self.cwd is None or record.cwd == self.cwd) and is_after(record, self.after):
+                    records.append(record)
+        for name, rows in zip(self.names, by_source, strict=True):
+            agent = self.sources.display_name(name)
+            records.extend(
+                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name, agent)
+                for r in rows
+            )
+        records.sort(key=activity_order)
+        shown = tuple(records[: self.limit])
+        more = len(records) > self.limit
+        return SessionPage(shown, encode_cursor((activity(shown[-1]), shown[-1].id)) if more else None)
+
+
+def live_record(session: Session, *, persisted: bool) -> SessionRecord:
+    """A live session as listed, from memory."""
+    title = latest_title(session.events)
+    header = session.header
+    return SessionRecord(
+        session.id,
+        header.created_at,
+        header.cwd,
+        title["title"] if title else None,
+        last_activity(session),
+        live=True,
+        persisted=persisted,
+    )
+
+
+def live_surface_page(session: Session, before: int | None, limit: int) -> SurfacePage:
+    """A page of a live session's surface, from memory (positions are indexes into its current surface)."""
+    nodes = session.surface.nodes
+
+    def node(position: int) -> tuple[int, int | float | None, SurfaceText]:
+        event = session.event(nodes[position])
+        return event.seq, event.time, surface_text(event.type, event.data)
+
+    last = session.seq - 1
+    return surface_page_of(session.id, last if last >= 0 else None, len(nodes), node, before, limit)
 
 
 def _no_sources() -> SessionSources:

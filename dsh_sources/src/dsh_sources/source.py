@@ -24,7 +24,15 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_host import CandidateRow, SessionHeader, SessionNotFound, SessionRow, StoredTitle, display_inline_text
+from dsh_host import (
+    CandidateRow,
+    SessionHeader,
+    SessionNotFound,
+    SessionRow,
+    StoredTitle,
+    SurfaceText,
+    display_inline_text,
+)
 from dsh_host.settings import read_str, reject_unknown
 from dsh_host.sources import (
     BodyScorer,
@@ -32,7 +40,9 @@ from dsh_host.sources import (
     SearchQuery,
     SourceConversation,
     SourceFileReport,
+    SourceMessage,
     report_index_progress,
+    surface_page,
 )
 from dsh_sources.build import Builder
 from dsh_sources.index import FileRead, SessionEntry, SourceIndex, index_path
@@ -43,7 +53,7 @@ from dsh_sources.transcript import TranscriptFormat
 if TYPE_CHECKING:
     import asyncio
 
-    from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
+    from dsh_host import Agent, Event, Host, SurfacePage, SurfaceSnapshot, SurfaceTexts
     from dsh_host.hookspecs import SourceFactory
     from dsh_host.ui import AtToken, MentionCompletion
 
@@ -84,6 +94,7 @@ class TranscriptSource:
         self._closed = threading.Event()
         self._checked = -float("inf")
         self._cache: tuple[int, dict[str, SessionEntry], _Names, dict[int, str]] | None = None
+        self._by_activity: tuple[int, list[SessionRow], list[tuple[int, str]]] | None = None
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -207,6 +218,59 @@ class TranscriptSource:
         rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
 
+    def list_sessions_by_activity(
+        self, limit: int, after: tuple[int | float, str] | None = None, cwd: str | None = None
+    ) -> list[SessionRow]:
+        """A page of the sessions, newest last activity first (see `dsh_host.sources.PagedSource`).
+
+        The order is kept per index stamp, so a page finds where it starts by bisection.
+        """
+        self._fresh(RECHECK_SECONDS)
+        rows, keys = self._activity_order()
+        start = 0 if after is None else bisect_right(keys, (-after[0], after[1]))
+        if cwd is None:
+            return rows[start : start + limit]
+        out: list[SessionRow] = []
+        for row in rows[start:]:
+            if row.cwd == cwd:
+                out.append(row)
+                if len(out) == limit:
+                    break
+        return out
+
+    def _activity_order(self) -> tuple[list[SessionRow], list[tuple[int, str]]]:
+        entries = self._sessions()[0]
+        stamp = self._cache[0] if self._cache is not None else -1
+        held = self._by_activity
+        if held is not None and held[0] == stamp:
+            return held[1], held[2]
+        order = sorted(entries.items(), key=lambda item: (-item[1].updated_at, item[0]))
+        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in order]
+        keys = [(-e.updated_at, sid) for sid, e in order]
+        self._by_activity = (stamp, rows, keys)
+        return rows, keys
+
+    def list_cwds(self) -> list[str]:
+        """The distinct cwds of the indexed sessions."""
+        self._fresh(RECHECK_SECONDS)
+        return list({e.cwd for e in self._sessions()[0].values() if e.cwd is not None})
+
+    def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        """A page of the conversation, read from the index's messages of that page (see `PagedSource`)."""
+        entry = self._entry(session_id)
+        count = entry.messages
+
+        def fetch(at: int | None, wanted: int) -> list[tuple[int, int, int, SurfaceText]]:
+            stop = count if at is None else min(at, count)
+            start = max(0, stop - wanted)
+            said = self.index.messages(entry.pk, start, stop)
+            return [
+                (position, position, max(0, s.message.time), _surface_text(s.message))
+                for position, s in reversed(list(enumerate(said, start)))
+            ]
+
+        return surface_page(session_id, count - 1 if count else None, fetch, before, limit)
+
     def has(self, session_id: str) -> bool:
         try:
             self._entry(session_id)
@@ -323,6 +387,14 @@ class TranscriptSource:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self.index.close()
+
+
+def _surface_text(message: SourceMessage) -> SurfaceText:
+    """A message's node as the synthesized surface holds it (see `SourceConversation.texts`)."""
+    text = "\n".join(message.texts)
+    if message.role == "user":
+        return SurfaceText("user/message", message.source.get("kind"), message.source.get("plugin"), text)
+    return SurfaceText("assistant/message", None, None, text)
 
 
 def _latest(entry: SessionEntry) -> tuple[int, str]:

@@ -10,6 +10,9 @@ session. docs/sources.md describes the seam.
 - `IndexedSource` and `IndexProgress`: a source that keeps an index of the agent's files, and
   how far its build has come (what the host shows while a person or a client waits);
   `report_index_progress` tells a build's progress to the front end.
+- `PagedSource`: a source that answers pages of its listing by last activity and of a
+  conversation itself (`dsh web`), instead of having them cut from its whole listing or surface.
+  `surface_page` gathers such a page from a source's own rows.
 - `SourceProblems`: a source that says what is wrong with how it is set up (`dsh config`,
   `dsh sessions check`).
 - `SourceFileReport`: a file with lines a source could not read (`dsh sessions check`);
@@ -29,6 +32,7 @@ from dsh_host.sources.base import (
     BodyScorer,
     IndexedSource,
     IndexProgress,
+    PagedSource,
     SourceFileReport,
     SourceProblems,
     SourceReadOnly,
@@ -36,6 +40,7 @@ from dsh_host.sources.base import (
 )
 from dsh_host.sources.registry import SessionSources
 from dsh_host.sources.synthesis import SourceConversation, SourceMessage
+from dsh_host.store.pages import surface_page
 from dsh_host.store.relevance import BodyTextScoring
 from dsh_host.store.search import SearchQuery
 
@@ -44,6 +49,7 @@ __all__ = [
     "BodyTextScoring",
     "IndexProgress",
     "IndexedSource",
+    "PagedSource",
     "SearchQuery",
     "SessionSources",
     "SourceConversation",
@@ -52,4 +58,5 @@ __all__ = [
     "SourceProblems",
     "SourceReadOnly",
     "report_index_progress",
+    "surface_page",
 ]

@@ -18,8 +18,8 @@ from typing import Protocol, runtime_checkable
 
 from dsh_host.progress import report_progress
 from dsh_host.session.events import Event, SessionHeader
-from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store.base import CandidateRow, SessionRow, StoredTitle, StoreError
+from dsh_host.session.snapshots import SurfacePage, SurfaceSnapshot, SurfaceTexts
+from dsh_host.store.base import ActivityKey, CandidateRow, SessionRow, StoredTitle, StoreError
 
 BodyScorer = Callable[[str, Sequence[str]], "list[float] | None"]
 """`score(query, texts)`: the relevance the store's body search gives each text for `query`.
@@ -128,6 +128,31 @@ class SessionSource(Protocol):
 
     def close(self) -> None:
         """Release what the source holds (its index connections)."""
+        ...
+
+
+@runtime_checkable
+class PagedSource(Protocol):
+    """A `SessionSource` that answers pages itself (optional, checked with `isinstance`).
+
+    Without it the query service pages what `list_sessions` and `read_surface` answer, which is
+    right but reads the whole listing or conversation for each page. The methods mean what the
+    `SessionStore` methods of the same names do; a source that does not know a session's last
+    activity orders it by its `created_at`. Surface positions are the source's own.
+    """
+
+    def list_sessions_by_activity(
+        self, limit: int, after: ActivityKey | None = None, cwd: str | None = None
+    ) -> list[SessionRow]:
+        """At most `limit` sessions, newest last activity first (ties by id), from the first after `after`."""
+        ...
+
+    def list_cwds(self) -> list[str]:
+        """The distinct cwds of the source's sessions."""
+        ...
+
+    def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        """The newest `limit` readable entries of the conversation before position `before` (None: the newest)."""
         ...
 
 

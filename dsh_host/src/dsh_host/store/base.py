@@ -17,7 +17,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from dsh_host.errors import DshError
 from dsh_host.session.events import Event, SessionHeader
-from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
 
 
 def _quoted(session_id: str) -> str:
@@ -96,6 +96,9 @@ class SessionRow(NamedTuple):
 ListingKey = tuple[int | float, str]
 """Where a session sits in the newest-first listing: its (`created_at`, `id`)."""
 
+ActivityKey = tuple[int | float, str]
+"""Where a session sits in the listing by last activity: its (`last_activity_at`, `id`)."""
+
 
 class SearchCancelled(StoreError):
     """A candidate search stopped because its `cancel` event was set (nothing is returned)."""
@@ -140,8 +143,9 @@ class SessionStore(Protocol):
 
     Reads: each answers from one consistent observation. `read_surface` and
     `read_surface_texts` cost time in proportion to the surface, not the log (log-only and
-    shadowed events are not read); `list_sessions`, `list_sessions_page` and `read_title` read
-    no log. An unknown id raises `SessionNotFound`.
+    shadowed events are not read); `list_sessions`, `list_sessions_page`,
+    `list_sessions_by_activity`, `list_cwds` and `read_title` read no log; `read_surface_page` and
+    `read_events_page` read only their page. An unknown id raises `SessionNotFound`.
     """
 
     def append(self, header: SessionHeader, events: Sequence[Event]) -> None:
@@ -166,6 +170,21 @@ class SessionStore(Protocol):
         `after` is the (`created_at`, `id`) of the last row of the previous page (None: from the
         newest). A page costs time in proportion to the rows it holds, wherever it starts.
         """
+        ...
+
+    def list_sessions_by_activity(
+        self, limit: int, after: ActivityKey | None = None, cwd: str | None = None
+    ) -> list[SessionRow]:
+        """At most `limit` sessions, newest last activity first (ties by id), from the first after `after`.
+
+        `after` is the (`last_activity_at`, `id`) of the last row of the previous page (None:
+        from the newest); `cwd` keeps only the sessions of exactly that cwd. A page costs time
+        in proportion to the rows it holds, wherever it starts.
+        """
+        ...
+
+    def list_cwds(self) -> list[str]:
+        """The distinct cwds of the sessions the principal can read (in no particular order)."""
         ...
 
     def has(self, session_id: str) -> bool:
@@ -212,6 +231,17 @@ class SessionStore(Protocol):
 
     def read_surface_texts(self, session_ids: Sequence[str]) -> list[SurfaceTexts]:
         """Several sessions' surfaces as text, in order, observed at one instant."""
+        ...
+
+    def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        """The newest `limit` readable entries of the surface before position `before` (None: the newest).
+
+        Positions are the store's surface positions. It reads the page's nodes, not the surface.
+        """
+        ...
+
+    def read_events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
+        """The newest `limit` events of the log with seq below `before_seq` (None: the newest), in seq order."""
         ...
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:

@@ -12,7 +12,7 @@ from dsh_host.store.codec import decode, folded, from_postgres
 from dsh_host.store.postgres.pool import StoreUnavailable, connect, one_line
 from dsh_host.store.search import searchable_condition
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Each entry upgrades the schema from the version before it (entry 0 creates version 1). The
 # statements run in `init_schema`'s single transaction.
@@ -159,6 +159,11 @@ ALTER TABLE dsh.events FORCE ROW LEVEL SECURITY;
 ALTER TABLE dsh.sessions FORCE ROW LEVEL SECURITY;
 ALTER TABLE dsh.sessions ALTER COLUMN last_activity_at SET NOT NULL;
 GRANT UPDATE (last_activity_at) ON dsh.sessions TO PUBLIC;
+""",
+    """
+-- The listing by last activity, of every session and of one cwd's, read in index order.
+CREATE INDEX sessions_by_activity ON dsh.sessions (last_activity_at DESC, id);
+CREATE INDEX sessions_by_cwd ON dsh.sessions (cwd, last_activity_at DESC, id);
 """,
 )
 # Python steps of a migration, by the version it creates, run after its statements.

@@ -12,11 +12,11 @@ from typing import Any
 import psycopg
 
 from dsh_host.session.events import Event, SessionHeader
-from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
+from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
 from dsh_host.store import rows
-from dsh_host.store.base import CandidateRow, ListingKey, SessionLease, SessionRow, StoredTitle
+from dsh_host.store.base import ActivityKey, CandidateRow, ListingKey, SessionLease, SessionRow, StoredTitle
 from dsh_host.store.leases import OutstandingLeases
-from dsh_host.store.postgres import locks, reads, schema, search, writes
+from dsh_host.store.postgres import locks, pages, reads, schema, search, writes
 from dsh_host.store.postgres.pool import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STATEMENT_TIMEOUT_MS,
@@ -119,6 +119,18 @@ class PostgresSessionStore:
         with self._pool.read() as conn:
             return reads.list_sessions_page(conn, limit, after)
 
+    def list_sessions_by_activity(
+        self, limit: int, after: ActivityKey | None = None, cwd: str | None = None
+    ) -> list[SessionRow]:
+        """At most `limit` readable sessions, newest last activity first (see `SessionStore`)."""
+        with self._pool.read() as conn:
+            return pages.list_sessions_by_activity(conn, limit, after, cwd)
+
+    def list_cwds(self) -> list[str]:
+        """The distinct cwds of the readable sessions."""
+        with self._pool.read() as conn:
+            return pages.list_cwds(conn)
+
     def has(self, session_id: str) -> bool:
         with self._pool.read() as conn:
             return reads.has(conn, session_id)
@@ -165,6 +177,16 @@ class PostgresSessionStore:
         """
         with self._pool.read() as conn:
             return [reads.read_surface_texts(conn, session_id) for session_id in session_ids]
+
+    def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        """The newest `limit` readable surface entries before position `before`, in one read transaction."""
+        with self._pool.read() as conn:
+            return pages.read_surface_page(conn, session_id, before, limit)
+
+    def read_events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
+        """The newest `limit` events before `before_seq`, in seq order, in one read transaction."""
+        with self._pool.read() as conn:
+            return pages.read_events_page(conn, session_id, before_seq, limit)
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         """The header and every event line of a session, in seq order, in one read transaction."""

@@ -3,7 +3,8 @@
 Version history (`PRAGMA user_version`): 1, the session tables; 2, the search indexes; 3, each
 session's last activity; 4, the body index contentless and keyed by surface position, about a
 third of the size of the layout before; 5, each session's ranking keys for search
-(`session_rank`). An older database is upgraded on first open, in one transaction (before
+(`session_rank`); 6, the indexes of the listing by last activity, of all sessions and of one
+cwd's. An older database is upgraded on first open, in one transaction (before
 version 4, its search indexes built anew): a process killed meanwhile leaves the old version
 whole.
 """
@@ -17,11 +18,18 @@ from pathlib import Path
 from dsh_host.store.base import StoreError
 from dsh_host.store.sqlite import search
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x64736821  # "dsh!": tells our database apart from any other SQLite file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
-_SCHEMA = """
+# Version 6: the listing by last activity, of every session and of one cwd's, read in index order.
+_ACTIVITY_INDEXES = """
+CREATE INDEX sessions_by_activity ON sessions (last_activity_at DESC, id);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, last_activity_at DESC, id);
+"""
+
+_SCHEMA = (
+    """
 CREATE TABLE sessions (
     pk INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -54,6 +62,8 @@ CREATE TABLE surface (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX surface_by_seq ON surface (session_pk, seq);
 """
+    + _ACTIVITY_INDEXES
+)
 
 # Version 3: the time of each session's last event (its creation time while it has none), read
 # from the event line at `next_seq - 1` (a line that is not JSON, which no reader could use,
@@ -121,7 +131,8 @@ def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
 
     Version 3 added the last activity; version 4 changed the search indexes' layout, so every
     older version (1 had none) gets them dropped, created and filled here; version 5 added the
-    ranking keys, which version 4 gets beside its indexes.
+    ranking keys, which version 4 gets beside its indexes; version 6 the indexes of the listing
+    by last activity.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have upgraded it
     if version == SCHEMA_VERSION:
@@ -131,13 +142,15 @@ def upgrade(conn: sqlite3.Connection, progress: Progress | None) -> None:
         for statement in _statements(search.SEARCH_SCHEMA):
             conn.execute(statement)
         search.fill_indexes(conn, progress)
-    else:
+    elif version < 5:
         for statement in _statements(search.RANK_SCHEMA):
             conn.execute(statement)
         search.fill_rank(conn)
     if version < 3:
         for statement in _statements(_ADD_LAST_ACTIVITY):
             conn.execute(statement)
+    for statement in _statements(_ACTIVITY_INDEXES):
+        conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

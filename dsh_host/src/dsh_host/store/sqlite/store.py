@@ -18,9 +18,10 @@ from typing import Any, cast
 
 from dsh_host.files import private_file
 from dsh_host.session.events import Event, SessionHeader, SurfaceText, surface_text
-from dsh_host.session.snapshots import SurfaceSnapshot, SurfaceTexts
-from dsh_host.store import rows
+from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
+from dsh_host.store import pages, rows
 from dsh_host.store.base import (
+    ActivityKey,
     CandidateRow,
     ListingKey,
     QuickLease,
@@ -77,6 +78,19 @@ _FIRST_PAGE = f"{_LIST} LIMIT :limit"
 _PAGE_AFTER = (
     f"SELECT {_LISTED} FROM sessions WHERE created_at <= :at AND (created_at < :at OR id > :id) "
     "ORDER BY created_at DESC, id LIMIT :limit"
+)
+# The listing by last activity, read along `sessions_by_activity` (or `sessions_by_cwd` for one
+# cwd), a page after a key starting as `_PAGE_AFTER` does.
+_BY_ACTIVITY = f"SELECT {_LISTED} FROM sessions WHERE {{}} ORDER BY last_activity_at DESC, id LIMIT :limit"
+_ACTIVE_AFTER = "last_activity_at <= :at AND (last_activity_at < :at OR id > :id)"
+# A surface page: the session's nodes below a position, newest first, along the primary key; only
+# readable nodes with text are read, and each one's time from its event line.
+_SURFACE_PAGE = (
+    "SELECT s.ord, s.seq, json_extract(e.line, '$.time'), s.type, s.source_kind, s.source_plugin, s.text "
+    "FROM surface AS s JOIN events AS e ON e.key = (s.session_pk << 32) | s.seq "
+    "WHERE s.session_pk = :pk AND s.ord < :before "
+    "AND s.type IN ('user/message', 'assistant/message', 'steering/message') AND s.text <> '' "
+    "ORDER BY s.ord DESC LIMIT :limit"
 )
 
 
@@ -264,6 +278,26 @@ class SqliteSessionStore:
             listed = conn.execute(_PAGE_AFTER, {"at": after[0], "id": encode(after[1]), "limit": limit}).fetchall()
         return _session_rows(listed)
 
+    def list_sessions_by_activity(
+        self, limit: int, after: ActivityKey | None = None, cwd: str | None = None
+    ) -> list[SessionRow]:
+        """At most `limit` stored sessions, newest last activity first (see `SessionStore`)."""
+        params: dict[str, object] = {"limit": limit}
+        conditions = []
+        if cwd is not None:
+            conditions.append("cwd = :cwd")
+            params["cwd"] = to_sqlite(cwd)
+        if after is not None:
+            conditions.append(_ACTIVE_AFTER)
+            params.update(at=after[0], id=encode(after[1]))
+        where = " AND ".join(conditions) or "true"
+        return _session_rows(self._connection().execute(_BY_ACTIVITY.format(where), params).fetchall())
+
+    def list_cwds(self) -> list[str]:
+        """The distinct cwds of the stored sessions."""
+        found = self._connection().execute("SELECT DISTINCT cwd FROM sessions WHERE cwd IS NOT NULL").fetchall()
+        return [from_sqlite(cwd) for (cwd,) in found]
+
     def has(self, session_id: str) -> bool:
         row = self._connection().execute("SELECT 1 FROM sessions WHERE id = ?", (encode(session_id),)).fetchone()
         return row is not None
@@ -323,6 +357,33 @@ class SqliteSessionStore:
         """
         with self._read() as conn:
             return [_surface_texts(conn, session_id) for session_id in session_ids]
+
+    def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
+        """The newest `limit` readable surface entries before position `before`, in one read transaction.
+
+        Positions are the surface rows' `ord`; the page reads its own rows along the primary key.
+        """
+        with self._read() as conn:
+            pk, next_seq = _session_row(conn, session_id, "pk, next_seq")
+
+            def fetch(at: int | None, count: int) -> list[pages.NodeRow]:
+                params = {"pk": pk, "before": _LAST_SEQ + 1 if at is None else at, "limit": count}
+                return [
+                    (ord_, seq, time, SurfaceText(kind, from_sqlite(source), from_sqlite(plugin), from_sqlite(text)))
+                    for ord_, seq, time, kind, source, plugin, text in conn.execute(_SURFACE_PAGE, params)
+                ]
+
+            return pages.surface_page(session_id, next_seq - 1 if next_seq else None, fetch, before, limit)
+
+    def read_events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
+        """The newest `limit` events before `before_seq`, in seq order, in one read transaction."""
+        with self._read() as conn:
+            pk, next_seq = _session_row(conn, session_id, "pk, next_seq")
+            first, stop = pages.event_span(before_seq, limit, next_seq)
+            lines = conn.execute(
+                "SELECT line FROM events WHERE key >= ? AND key < ? ORDER BY key", (_key(pk, first), _key(pk, stop))
+            ).fetchall()
+        return pages.events_page(session_id, first, [line for (line,) in lines], next_seq)
 
     def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
         """The header and every event line of a session, in seq order, in one read transaction."""
