@@ -21,3 +21,16 @@ def test_a_session_page_shows_its_messages(web_host: Host, client) -> None:
     page = client.get(f"/s/{encode_uri('s1')}")
     assert page.status_code == 200
     assert "<strong>bold</strong>" in page.text and "<em>this</em>" in page.text
+
+
+def test_export_html_needs_one_session_and_the_web_plugin(make_host, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from dsh_host.cli.sessions import export
+
+    bare = make_host(["session-reference"])
+    store_log(bare, "s", conversation(("q", "a")), created_at=1, cwd="/a")
+    result = CliRunner().invoke(export, ["--html", "s"], obj=bare)
+    assert "needs the web plugin" in str(result.exception)
+    result = CliRunner().invoke(export, ["--html", "--all"], obj=bare)
+    assert "--html" in str(result.exception)

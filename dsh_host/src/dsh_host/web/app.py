@@ -31,9 +31,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dsh_host.errors import DshError
+from dsh_host.paging import InvalidPageRequest
 from dsh_host.store.base import SessionNotFound
 from dsh_host.terminal_text import display_inline_text
-from dsh_host.web import reads
 from dsh_host.web.export import export_log
 from dsh_host.web.jinja import templates
 from dsh_host.web.service import SessionHtml
@@ -104,12 +104,10 @@ def build_app(reader: Reader) -> Starlette:
         agent = request.query_params.get("agent") or None
         cwd = request.query_params.get("cwd") or None
         after = request.query_params.get("after") or None
-        agents = reads.list_agents(reader.sources)
-        result = await reads.list_page(
-            reader.query, agent=agent, cwd=cwd, after=after, limit=LIST_PAGE, agents=frozenset(a.name for a in agents)
-        )
+        agents = await reader.query.list_agents()
+        result = await reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE)
         rows = [_record_row(reader, r) for r in result.records]
-        cwds = await reads.list_cwds(reader.query, agent=agent)
+        cwds = await reader.query.list_cwds(agent=agent)
         template = "rows.html" if request.url.path == "/rows" else "list.html"
         return page(
             template,
@@ -142,7 +140,7 @@ def build_app(reader: Reader) -> Starlette:
     async def session(request: Request) -> Response:
         sid, header = await header_of(request)
         before = int_param(request, "before")
-        surface = await reads.read_surface_page(reader.query, sid, before=before, limit=SURFACE_PAGE)
+        surface = await reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE)
         title = await reader.query.read_title(sid)
         return page(
             "session.html",
@@ -156,7 +154,7 @@ def build_app(reader: Reader) -> Starlette:
     async def after(request: Request) -> Response:
         sid, _ = await header_of(request)
         position = int_param(request, "position")
-        surface = await reads.read_surface_page(reader.query, sid, limit=SURFACE_PAGE)
+        surface = await reader.query.read_surface_page(sid, limit=SURFACE_PAGE)
         new = [e for e in surface.entries if position is None or e.position > position]
         html = env.get_template("messages.html").render(messages=[message(e) for e in new])
         last = new[-1].position if new else position
@@ -165,7 +163,7 @@ def build_app(reader: Reader) -> Starlette:
     async def log(request: Request) -> Response:
         sid, header = await header_of(request)
         before_seq = int_param(request, "before_seq")
-        events = await reads.read_events_page(reader.query, sid, before_seq=before_seq, limit=LOG_PAGE)
+        events = await reader.query.read_events_page(sid, before_seq=before_seq, limit=LOG_PAGE)
         title = await reader.query.read_title(sid)
         return page(
             "log.html",
@@ -229,7 +227,7 @@ def build_app(reader: Reader) -> Starlette:
     ]
     return Starlette(
         routes=routes,
-        exception_handlers={NotFound: refused, BadRequest: refused, reads.InvalidPageRequest: refused},
+        exception_handlers={NotFound: refused, BadRequest: refused, InvalidPageRequest: refused},
     )
 
 
@@ -256,6 +254,7 @@ async def _session_context(
         "cwd": visible_text(header.cwd) if header.cwd else "(no cwd)",
         "created": when(header.created_at),
         "mention": mention,
+        "mention_shown": visible_text(mention),
         "chat": chat,
         "path": request.url.path,
     }

@@ -20,7 +20,7 @@ from dsh_host.web.views import message, visible_text, when
 
 if TYPE_CHECKING:
     from dsh_host.session.events import SessionHeader
-    from dsh_host.web.reads import SurfaceEntry
+    from dsh_host.session.snapshots import SurfaceEntry
 
 STYLE = (Path(__file__).parent / "static" / "export.css").read_text(encoding="utf-8")
 

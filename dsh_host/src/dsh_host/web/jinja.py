@@ -6,6 +6,8 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from dsh_host.web.text import exact_attribute
+
 LIVE_POLL_MS = 1000
 """How often an open page asks for what is new."""
 
@@ -19,4 +21,5 @@ def templates() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["live_poll_ms"] = LIVE_POLL_MS
+    env.filters["exact"] = exact_attribute
     return env

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from dsh_host.text import escape_lone_surrogates
 
@@ -28,6 +29,15 @@ def _visible(match: re.Match[str]) -> str:
 def visible_text(text: str) -> str:
     """`text` with control, bidi and separator characters and lone surrogates as visible escapes."""
     return escape_lone_surrogates(_HIDDEN.sub(_visible, text))
+
+
+def exact_attribute(text: str) -> Markup:
+    """`text` escaped for an attribute value that must read back exactly (a filter's value, what a
+    button copies): hidden characters as numeric references, so the page's source shows none of
+    them raw while the browser's value is `text` itself (a lone surrogate, which no page can
+    carry, is written `\\udXXX`)."""
+    escaped = str(Markup.escape(escape_lone_surrogates(text)))
+    return Markup(_HIDDEN.sub(lambda match: f"&#x{ord(match.group()):x};", escaped))
 
 
 def _markdown() -> MarkdownIt:
