@@ -83,7 +83,12 @@ def test_an_unknown_session_and_a_malformed_uri_are_404_with_one_line(client) ->
 
 def test_a_malformed_parameter_is_400_with_one_line(web_host: Host, client) -> None:
     store_log(web_host, "s", conversation(("q", "a")), created_at=1, cwd="/a")
-    for path in (f"/s/{encode_uri('s')}?before=-1", f"/s/{encode_uri('s')}/log?before_seq=x", "/?after=@@", "/?agent=nobody"):
+    for path in (
+        f"/s/{encode_uri('s')}?before=-1",
+        f"/s/{encode_uri('s')}/log?before_seq=x",
+        "/?after=@@",
+        "/?agent=nobody",
+    ):
         answer = client.get(path)
         assert answer.status_code == 400, path
         assert answer.text.count("\n") == 1
