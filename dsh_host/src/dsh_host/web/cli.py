@@ -8,10 +8,13 @@ socket to uvicorn, whose own signal handling ends the serving cleanly. Registeri
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import secrets
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -135,4 +138,26 @@ def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | Non
     app = build_app(reader)
     guarded = Guard(app, token=token, port=sock.getsockname()[1], extra_host=extra_host)
     config = uvicorn.Config(guarded, log_level="warning", lifespan="off", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, ending on SIGINT or SIGTERM as a finished command does (exit 0).
+
+        uvicorn's own handling raises the signal again once it has shut down, so the process
+        would end killed by it; a second Ctrl+C still ends it at once.
+        """
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(sig: int, frame: object) -> None:
+                if self.should_exit and sig == signal.SIGINT:
+                    self.force_exit = True
+                self.should_exit = True
+
+            previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    Server(config).run(sockets=[sock])
