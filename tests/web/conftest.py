@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from starlette.testclient import TestClient
@@ -13,6 +14,9 @@ from dsh_host.testing import HostFactory
 from dsh_host.web.app import build_app
 from dsh_host.web.cli import make_reader
 from dsh_host.web.guard import Guard
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 TOKEN = "test-secret"
 PORT = 8767
@@ -35,3 +39,19 @@ def client(web_host: Host) -> Iterator[TestClient]:
 
 def guarded(host: Host, extra_host: str | None = None) -> Guard:
     return Guard(build_app(make_reader(host)), token=TOKEN, port=PORT, extra_host=extra_host)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium under Playwright (a missing browser fails the test)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.web.browser import CHROMIUM
+
+    assert CHROMIUM.exists(), f"the browser tests need {CHROMIUM}: apt-get install chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -50,7 +50,7 @@ function followList(ms) {
     const answer = await fetch(rows.dataset.poll, { credentials: "same-origin" });
     if (!answer.ok) return;
     const html = await answer.text();
-    if (last !== null && html !== last) rows.innerHTML = html;
+    if (html !== last) rows.innerHTML = html;
     last = html;
   });
 }
