@@ -6,6 +6,7 @@ Chromium through Playwright; the waits are for what the page shows, never for a 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -17,29 +18,32 @@ from dsh_host.testing import LogBuilder
 from dsh_session_reference import encode_uri, format_mention
 from tests.web.browser import watched_page
 from tests.web.server import dsh_web
-from tests.web.sessions import conversation, store_log
+from tests.web.sessions import HOSTILE_TEXT, conversation, store_log
+
+DAY = 1_780_000_000_000
+"""A morning in June 2026, in ms: the sessions' times (the screenshots show them)."""
 
 
 def three_sessions(host: Host) -> None:
     store_log(
         host,
         "alpha",
-        conversation(("how do I parse toml", "use tomllib"), time=1_000, title="Parse TOML"),
-        created_at=1_000,
+        conversation(("how do I parse toml", "use tomllib"), time=DAY + 1_000_000, title="Parse TOML"),
+        created_at=DAY + 1_000,
         cwd="/work/alpha",
     )
     store_log(
         host,
         "beta",
-        conversation(("rename the module", "done"), time=2_000, title="Rename module"),
-        created_at=2_000,
+        conversation(("rename the module", "done"), time=DAY + 2_000_000, title="Rename module"),
+        created_at=DAY + 2_000,
         cwd="/work/beta",
     )
     store_log(
         host,
         "gamma",
-        conversation(("fix the flaky test", "it waits now"), time=3_000, title="Flaky test"),
-        created_at=3_000,
+        conversation(("fix the flaky test", "it waits now"), time=DAY + 3_000_000, title="Flaky test"),
+        created_at=DAY + 3_000,
         cwd="/work/alpha",
     )
 
@@ -119,15 +123,15 @@ def test_a_live_session_shows_new_messages_and_moves_to_the_top(
         page.goto(served.url)
         page.click("text=Parse TOML")
         expect(page.locator("li.msg")).to_have_count(2)
-        header = LogBuilder.header("alpha", created_at=1_000, cwd="/work/alpha")
-        web_host.store.append(header, second_turn(("one more question", "one more answer"), time=9_000))
+        header = LogBuilder.header("alpha", created_at=DAY + 1_000, cwd="/work/alpha")
+        web_host.store.append(header, second_turn(("one more question", "one more answer"), time=DAY + 9_000_000))
         expect(page.locator("li.msg")).to_have_count(4)
         expect(page.locator("li.msg").last).to_contain_text("one more answer")
 
         page.goto(served.origin + "/")
         expect(page.locator("tr.session").first).to_contain_text("Parse TOML")
-        header = LogBuilder.header("beta", created_at=2_000, cwd="/work/beta")
-        web_host.store.append(header, second_turn(("beta again", "ok"), time=20_000))
+        header = LogBuilder.header("beta", created_at=DAY + 2_000, cwd="/work/beta")
+        web_host.store.append(header, second_turn(("beta again", "ok"), time=DAY + 20_000_000))
         expect(page.locator("tr.session").first).to_contain_text("Rename module")
 
 
@@ -150,3 +154,74 @@ def test_export_the_log_and_a_static_page(web_host: Host, browser: Browser, tmp_
         expect(page.locator("h1")).to_have_text("Flaky test")
         expect(page.locator("li.msg-assistant")).to_contain_text("it waits now")
         assert page.locator("script").count() == 0
+
+
+def test_page_backward_through_a_200000_event_session(web_host: Host, browser: Browser, tmp_path: Path) -> None:
+    from bench.store import compacted_session, persist
+
+    persist(web_host, "big", compacted_session(200_000))  # 2,000 on the surface, one a checkpoint
+    with dsh_web(web_host.data_dir, tmp_path) as served, watched_page(browser, served.origin) as (page, _):
+        page.goto(served.url)
+        page.click("tr.session td.title a")
+        messages = page.locator("li.msg")
+        expect(messages).to_have_count(200)
+        expect(messages.last).to_contain_text("record 1999 ")
+        pages = 1
+        while page.locator("#older").count():
+            first = messages.first.get_attribute("data-position")
+            page.click("#older")
+            expect(messages.first).not_to_have_attribute("data-position", first or "")
+            pages += 1
+        assert pages == 10
+        expect(messages.first).to_have_class(re.compile("msg-checkpoint"))
+        expect(messages.first.locator("details")).not_to_have_attribute("open", "")
+        messages.first.locator("summary").click()
+        expect(messages.first.locator(".body")).to_contain_text("<summary>…</summary>")
+
+
+def test_a_hostile_session_stays_text(web_host: Host, browser: Browser, tmp_path: Path) -> None:
+    raws = conversation((HOSTILE_TEXT, HOSTILE_TEXT), title=HOSTILE_TEXT, steer=HOSTILE_TEXT)
+    store_log(web_host, "evil<script>\u202e", raws, created_at=1, cwd="/tmp/<b>\u202e")
+    with dsh_web(web_host.data_dir, tmp_path) as served, watched_page(browser, served.origin) as (page, _):
+        page.goto(served.url)
+        expect(page.locator("tr.session td.title a")).to_contain_text("<script>alert('x')</script>")
+        page.locator("tr.session td.title a").click()
+        body = page.locator("li.msg-user .body").first
+        expect(body).to_contain_text("<script>alert('x')</script> </li></ol><b>bold?</b>")
+        expect(body).to_contain_text("\\x1b]0;owned\\x07")
+        expect(body).to_contain_text("\\u202egnp.exe\\u202c")
+        expect(body).to_contain_text("lone \\udc00 surrogate")
+        expect(page.locator("li.msg-steering")).to_have_count(1)
+        assert page.locator("li.msg img, li.msg script").count() == 0
+        page.click("button:has-text('Copy mention')")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied.startswith("@[<script>") and "\u202e" in copied  # exact, as `dsh ref mention` prints it
+        page.click("text=What a mention brings")
+        expect(page.locator("#snapshot")).to_contain_text("\\u202egnp.exe")
+        page.click("text=Full log")
+        expect(page.locator("li.event")).not_to_have_count(0)
+        with page.expect_download() as got:
+            page.click("text=Export page (HTML)")
+        exported = tmp_path / "evil.html"
+        got.value.save_as(exported)
+        page.goto(exported.as_uri())
+        expect(page.locator("li.msg-user .body").first).to_contain_text("<script>alert('x')</script>")
+
+
+def test_screenshots_light_and_dark_at_two_widths(web_host: Host, browser: Browser, tmp_path: Path) -> None:
+    three_sessions(web_host)
+    shots = Path(os.environ.get("DSH_WEB_SCREENSHOTS", tmp_path))
+    with dsh_web(web_host.data_dir, tmp_path) as served:
+        for dark in (False, True):
+            for width, height in ((1280, 800), (390, 844)):
+                with watched_page(browser, served.origin, dark=dark, width=width, height=height) as (page, _):
+                    page.goto(served.url)
+                    expect(page.locator("tr.session")).to_have_count(3)
+                    scheme = "dark" if dark else "light"
+                    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                    assert (background == "rgb(23, 24, 26)") is dark
+                    page.screenshot(path=str(shots / f"web-list-{scheme}-{width}.png"))
+                    page.click("text=Parse TOML")
+                    expect(page.locator("li.msg")).to_have_count(2)
+                    page.screenshot(path=str(shots / f"web-session-{scheme}-{width}.png"))
+    assert len(list(shots.glob("web-*.png"))) >= 8
