@@ -16,6 +16,7 @@ MODULES = [
     "session_reference",
     "acp",
     "mcp",
+    "web",
     "postgres",
     "sources",
     "startup",

@@ -18,12 +18,15 @@ cannot read are both a 404 with one line.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -42,6 +45,7 @@ from dsh_host.web.views import log_event, message, row, visible_text, when
 if TYPE_CHECKING:
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.query import SessionQuery
+    from dsh_host.session.snapshots import SurfaceEntry
     from dsh_host.sources.registry import SessionSources
 
 HERE = Path(__file__).parent
@@ -49,6 +53,8 @@ LIST_PAGE = 50
 SEARCH_LIMIT = 50
 SURFACE_PAGE = 200
 LOG_PAGE = 500
+MESSAGES_KEPT = 4_096
+"""How many messages' markup the pages keep (a little more than ten pages of a session)."""
 
 
 class NotFound(DshError):
@@ -74,6 +80,12 @@ class Reader:
 def build_app(reader: Reader) -> Starlette:
     """The application (without its `Guard`, which `dsh web` wraps around it)."""
     env = templates()
+
+    # A log event never changes once written, so neither does its message's markup: a page seen
+    # before (or the live view's next poll) renders from here.
+    @lru_cache(maxsize=MESSAGES_KEPT)
+    def message_html(entry: SurfaceEntry) -> Markup:
+        return Markup(env.get_template("messages.html").render(messages=[message(entry)]))
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context), status_code=status)
@@ -104,14 +116,15 @@ def build_app(reader: Reader) -> Starlette:
         agent = request.query_params.get("agent") or None
         cwd = request.query_params.get("cwd") or None
         after = request.query_params.get("after") or None
-        agents = await reader.query.list_agents()
-        result = await reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE)
-        rows = [_record_row(reader, r) for r in result.records]
-        cwds = await reader.query.list_cwds(agent=agent)
-        template = "rows.html" if request.url.path == "/rows" else "list.html"
+        # Three reads on worker threads at once: the page waits for the slowest, not their sum.
+        result, agents, cwds = await asyncio.gather(
+            reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE),
+            reader.query.list_agents(),
+            reader.query.list_cwds(agent=agent),
+        )
         return page(
-            template,
-            rows=rows,
+            "list.html",
+            rows=[_record_row(reader, r) for r in result.records],
             agents=agents,
             agent=agent,
             cwd=cwd,
@@ -119,6 +132,12 @@ def build_app(reader: Reader) -> Starlette:
             next=result.next,
             first=after is None,
         )
+
+    async def rows(request: Request) -> Response:
+        agent = request.query_params.get("agent") or None
+        cwd = request.query_params.get("cwd") or None
+        result = await reader.query.list_page(agent=agent, cwd=cwd, limit=LIST_PAGE)
+        return page("rows.html", rows=[_record_row(reader, r) for r in result.records])
 
     async def search(request: Request) -> Response:
         from dsh_host.sources import SearchQuery
@@ -138,14 +157,20 @@ def build_app(reader: Reader) -> Starlette:
         return page("search.html", q=visible_text(q), raw_q=q, cwd=cwd or "", rows=rows, searched=bool(q.strip()))
 
     async def session(request: Request) -> Response:
-        sid, header = await header_of(request)
+        sid = session_id(request)
         before = int_param(request, "before")
-        surface = await reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE)
-        title = await reader.query.read_title(sid)
+        try:
+            header, surface, title = await asyncio.gather(
+                reader.query.read_header(sid),
+                reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE),
+                reader.query.read_title(sid),
+            )
+        except SessionNotFound:
+            raise NotFound(f"no session {visible_text(sid)}") from None
         return page(
             "session.html",
             **await _session_context(reader, sid, header, title.title if title else None, request),
-            messages=[message(e) for e in surface.entries],
+            messages=Markup("").join(message_html(e) for e in surface.entries),
             older=surface.before,
             newest=before is None,
             last_position=surface.entries[-1].position if surface.entries else -1,
@@ -156,7 +181,7 @@ def build_app(reader: Reader) -> Starlette:
         position = int_param(request, "position")
         surface = await reader.query.read_surface_page(sid, limit=SURFACE_PAGE)
         new = [e for e in surface.entries if position is None or e.position > position]
-        html = env.get_template("messages.html").render(messages=[message(e) for e in new])
+        html = Markup("").join(message_html(e) for e in new)
         last = new[-1].position if new else position
         return JSONResponse({"html": html, "position": last})
 
@@ -215,7 +240,7 @@ def build_app(reader: Reader) -> Starlette:
 
     routes = [
         Route("/", listing),
-        Route("/rows", listing),
+        Route("/rows", rows),
         Route("/search", search),
         Route("/s/{uri}", session),
         Route("/s/{uri}/after", after),

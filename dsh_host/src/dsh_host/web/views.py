@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup
@@ -29,8 +30,10 @@ class When:
     iso: str
 
 
+@lru_cache(maxsize=8_192)
 def when(ms: int | float | None) -> When | None:
-    """`ms` (since the epoch) in the machine's local time zone; None stays None."""
+    """`ms` (since the epoch) in the machine's local time zone; None stays None (kept: a listing
+    shows the same sessions' times on every refresh)."""
     if ms is None:
         return None
     local = datetime.fromtimestamp(ms / 1000).astimezone()
