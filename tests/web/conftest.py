@@ -41,9 +41,13 @@ def guarded(host: Host, extra_host: str | None = None) -> Guard:
     return Guard(build_app(make_reader(host)), token=TOKEN, port=PORT, extra_host=extra_host)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Debian's Chromium under Playwright (a missing browser fails the test)."""
+    """Debian's Chromium under Playwright (a missing browser fails the test).
+
+    One per module: Playwright's synchronous API keeps an event loop running on this thread
+    while it lives, where no later test could run one of its own.
+    """
     from playwright.sync_api import sync_playwright
 
     from tests.web.browser import CHROMIUM
