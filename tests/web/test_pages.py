@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh_host import Host
+from dsh_host import Host, hookimpl
 from dsh_session_reference import encode_uri
 from tests.web.sessions import conversation, store_log
 
@@ -34,3 +34,32 @@ def test_export_html_needs_one_session_and_the_web_plugin(make_host, tmp_path) -
     assert "needs the web plugin" in str(result.exception)
     result = CliRunner().invoke(export, ["--html", "--all"], obj=bare)
     assert "--html" in str(result.exception)
+
+
+class Panels:
+    """A plugin adding two panels to every session page, one of them hostile."""
+
+    @hookimpl
+    async def dsh_web_session_panels(self, session_id: str) -> list[tuple[str, str]]:
+        return [("Checkpoints of " + session_id, "none yet"), ("<b>x</b>\u202e", "<script>alert(1)</script>\x1b")]
+
+
+class Broken:
+    @hookimpl
+    def dsh_web_session_panels(self, host: Host) -> list[tuple[str, str]]:
+        raise RuntimeError("broken panel")
+
+
+def test_plugins_add_panels_as_inert_text_and_a_failing_one_is_left_out(make_host) -> None:
+    from starlette.testclient import TestClient
+
+    import dsh_host.web
+    from tests.web.conftest import BASE, TOKEN, guarded
+
+    host = make_host(["session-reference"], objects={"web": dsh_host.web, "panels": Panels(), "broken": Broken()})
+    store_log(host, "s1", conversation(("q", "a")), created_at=1, cwd="/a")
+    with TestClient(guarded(host), base_url=BASE) as client:
+        page = client.get(f"/s/{encode_uri('s1')}?token={TOKEN}").text
+    assert '<details class="panel"><summary>Checkpoints of s1</summary><pre>none yet</pre></details>' in page
+    assert "<summary>&lt;b&gt;x&lt;/b&gt;\\u202e</summary><pre>&lt;script&gt;alert(1)&lt;/script&gt;\\x1b</pre>" in page
+    assert "broken panel" not in page

@@ -8,13 +8,11 @@ plugin mounts wherever dsh_host is installed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import click
 
     from dsh_host.host import Host
@@ -29,7 +27,7 @@ def dsh_register_commands(cli: click.Group) -> None:
 
 
 @hookimpl
-def dsh_mount(host: Host, config: Mapping[str, Any]) -> None:
+def dsh_mount(host: Host) -> None:
     """Offer the static page of a session as the `session_html` service."""
     from dsh_host.web.service import SessionHtml
 

@@ -19,14 +19,16 @@ cannot read are both a 404 with one line.
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from markupsafe import Markup
+from pluggy import HookImpl, HookRelay
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -40,15 +42,21 @@ from dsh_host.terminal_text import display_inline_text
 from dsh_host.web.export import export_log
 from dsh_host.web.jinja import templates
 from dsh_host.web.service import SessionHtml
-from dsh_host.web.views import log_event, message, row, visible_text, when
+from dsh_host.web.text import visible_text
+from dsh_host.web.views import Row, log_event, message, row, when
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
-    from dsh_host.query import SessionQuery
+    from dsh_host.query import SessionQuery, SessionRecord
+    from dsh_host.session.events import SessionHeader
     from dsh_host.session.snapshots import SurfaceEntry
     from dsh_host.sources.registry import SessionSources
 
 HERE = Path(__file__).parent
+log = logging.getLogger("dsh.web")
 LIST_PAGE = 50
 SEARCH_LIMIT = 50
 SURFACE_PAGE = 200
@@ -73,8 +81,14 @@ class Reader:
     sources: SessionSources
     snapshots: SnapshotService
     catalog: SessionCatalog
-    read_lines: Callable[[str], Awaitable[tuple[Any, list[str]]]]
+    read_lines: Callable[[str], Awaitable[tuple[SessionHeader, list[str]]]]
     """A session's header and log lines in export form (as `dsh sessions export` reads them)."""
+    host: Host | None = None
+    """The host whose plugins add panels to a session's pages (`dsh_web_session_panels`)."""
+
+    @property
+    def hook(self) -> HookRelay | None:
+        return None if self.host is None else self.host.hook
 
 
 def build_app(reader: Reader) -> Starlette:
@@ -87,8 +101,8 @@ def build_app(reader: Reader) -> Starlette:
     def message_html(entry: SurfaceEntry) -> Markup:
         return Markup(env.get_template("messages.html").render(messages=[message(entry)]))
 
-    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+    def page(name: str, **context: object) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**context))
 
     def session_id(request: Request) -> str:
         uri = request.path_params["uri"]
@@ -97,7 +111,7 @@ def build_app(reader: Reader) -> Starlette:
         except DshError:
             raise NotFound(f"not a session URI: {visible_text(uri)}") from None
 
-    async def header_of(request: Request) -> tuple[str, Any]:
+    async def header_of(request: Request) -> tuple[str, SessionHeader]:
         sid = session_id(request)
         try:
             return sid, await reader.query.read_header(sid)
@@ -256,15 +270,16 @@ def build_app(reader: Reader) -> Starlette:
     )
 
 
-def _record_row(reader: Reader, record: Any) -> Any:
+def _record_row(reader: Reader, record: SessionRecord) -> Row:
     uri = reader.snapshots.encode_uri(record.id)
     return row(record.id, uri, record.title, record.agent, record.cwd, record.created_at, record.last_activity_at)
 
 
 async def _session_context(
-    reader: Reader, session_id: str, header: Any, title: str | None, request: Request
-) -> dict[str, Any]:
+    reader: Reader, session_id: str, header: SessionHeader, title: str | None, request: Request
+) -> dict[str, object]:
     """What every page of one session shows at its top, and what its buttons copy."""
+    panels = await _panels(reader, session_id)
     agent = reader.query.agent_name(session_id)
     uri = reader.snapshots.encode_uri(session_id)
     # Labelled as `dsh ref mention` and the `@` menu label it: the title made inert, else the id.
@@ -282,7 +297,31 @@ async def _session_context(
         "mention_shown": visible_text(mention),
         "chat": chat,
         "path": request.url.path,
+        "panels": panels,
     }
+
+
+async def _panels(reader: Reader, session_id: str) -> list[tuple[str, str]]:
+    """The plugins' panels for a session (`dsh_web_session_panels`), their text made visible."""
+    from dsh_host.asyncs import resolve
+
+    if reader.hook is None:
+        return []
+    shown: list[tuple[str, str]] = []
+    for impl in reader.hook.dsh_web_session_panels.get_hookimpls():
+        try:
+            result = await resolve(impl.function(**_arguments(impl, reader, session_id)))
+            for title, text in cast("Sequence[tuple[object, object]] | None", result) or ():
+                shown.append((visible_text(str(title)), visible_text(str(text))))
+        except Exception:
+            log.exception("web: the panels of plugin %s failed", impl.plugin_name)
+    return shown
+
+
+def _arguments(impl: HookImpl, reader: Reader, session_id: str) -> dict[str, object]:
+    """The hook's arguments an implementation asks for (it may take any subset, by name)."""
+    offered = {"host": reader.host, "session_id": session_id}
+    return {name: offered[name] for name in impl.argnames}
 
 
 def _shell_word(text: str) -> str:

@@ -23,6 +23,7 @@ from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
+    from dsh_host.session.events import SessionHeader
     from dsh_host.web.app import Reader
 
 EXTRA_MISSING = "dsh web needs its extra: pip install 'dsh-host[web]'"
@@ -118,14 +119,15 @@ def make_reader(host: Host) -> Reader:
         raise WebUnavailable(NO_SNAPSHOTS)
     sources = host.sources
 
-    def lines(session_id: str) -> tuple[object, list[str]]:
+    def lines(session_id: str) -> tuple[SessionHeader, list[str]]:
         source = sources.for_session(session_id)
         return (host.store if source is None else source).read_lines(session_id)
 
-    async def read_lines(session_id: str) -> tuple[object, list[str]]:
+    async def read_lines(session_id: str) -> tuple[SessionHeader, list[str]]:
         return await asyncio.to_thread(lines, session_id)
 
-    return Reader(query, sources, snapshots, SessionCatalog(query, snapshots, SourceIndexes(sources)), read_lines)
+    catalog = SessionCatalog(query, snapshots, SourceIndexes(sources))
+    return Reader(query, sources, snapshots, catalog, read_lines, host)
 
 
 def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | None) -> None:

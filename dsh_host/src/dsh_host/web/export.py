@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh_host.web.jinja import templates
-from dsh_host.web.views import message, visible_text, when
+from dsh_host.web.text import visible_text
+from dsh_host.web.views import message, when
 
 if TYPE_CHECKING:
     from dsh_host.session.events import SessionHeader

@@ -18,15 +18,10 @@ keep it out of frames, caches and other sites' `Referer`.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
+from starlette.types import ASGIApp as App
+from starlette.types import Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 """The host names a request may carry whatever address the server listens on."""

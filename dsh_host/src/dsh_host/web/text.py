@@ -54,4 +54,5 @@ _MARKDOWN = _markdown()
 
 def markdown_html(text: str) -> str:
     """Markdown of a message as HTML: raw HTML and images shown as text, unsafe links dropped."""
-    return _MARKDOWN.render(visible_text(text))
+    html: str = _MARKDOWN.render(visible_text(text))
+    return html
