@@ -62,7 +62,7 @@ def serving(host: Host) -> Iterator[httpx.Client]:
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     app = Guard(build_app(make_reader(host)), token=TOKEN, port=port)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"cookie": f"{cookie_name(port)}={TOKEN}"})

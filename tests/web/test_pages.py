@@ -63,3 +63,19 @@ def test_plugins_add_panels_as_inert_text_and_a_failing_one_is_left_out(make_hos
     assert '<details class="panel"><summary>Checkpoints of s1</summary><pre>none yet</pre></details>' in page
     assert "<summary>&lt;b&gt;x&lt;/b&gt;\\u202e</summary><pre>&lt;script&gt;alert(1)&lt;/script&gt;\\x1b</pre>" in page
     assert "broken panel" not in page
+
+
+def test_the_static_page_allows_its_own_style_by_hash_and_nothing_else(web_host: Host, client) -> None:
+    import base64
+    import hashlib
+    import html
+    import re
+
+    store_log(web_host, "s1", conversation(("q", "*a*")), created_at=1, cwd="/a")
+    page = client.get(f"/s/{encode_uri('s1')}/export.html").text
+    (policy,) = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    (style,) = re.findall(r"<style>(.*?)</style>", page, re.S)
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    expected = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    assert html.unescape(policy) == expected
+    assert "<script" not in page and "<em>a</em>" in page

@@ -19,9 +19,10 @@ cannot read are both a 404 with one line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -159,7 +160,10 @@ def build_app(reader: Reader) -> Starlette:
         q = request.query_params.get("q", "")
         cwd = request.query_params.get("cwd") or None
         rows = []
+        indexing = None
         if q.strip():
+            unfinished = await reader.catalog.indexing()
+            indexing = reader.catalog.indexing_line(unfinished) if unfinished else None
             found = await reader.query.search_candidates(
                 q, target_id=None, target_cwd=cwd, limit=SEARCH_LIMIT, group_by_cwd=cwd is not None
             )
@@ -168,7 +172,15 @@ def build_app(reader: Reader) -> Starlette:
                 agent = reader.query.agent_name(r.id)
                 uri = reader.snapshots.encode_uri(r.id)
                 rows.append(row(r.id, uri, r.title, agent, r.cwd, r.created_at, r.last_activity_at, r.snippet, words))
-        return page("search.html", q=visible_text(q), raw_q=q, cwd=cwd or "", rows=rows, searched=bool(q.strip()))
+        return page(
+            "search.html",
+            q=visible_text(q),
+            raw_q=q,
+            cwd=cwd or "",
+            rows=rows,
+            searched=bool(q.strip()),
+            indexing=None if indexing is None else visible_text(indexing),
+        )
 
     async def session(request: Request) -> Response:
         sid = session_id(request)
@@ -264,9 +276,19 @@ def build_app(reader: Reader) -> Starlette:
         Route("/s/{uri}/export.html", export_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # The sources' index builds run in the background while the pages are served (a large
+        # agent home takes minutes); a search meanwhile says how far they are.
+        reader.catalog.start_indexing()
+        yield
+        reader.catalog.stop_waiting()
+
     return Starlette(
         routes=routes,
         exception_handlers={NotFound: refused, BadRequest: refused, InvalidPageRequest: refused},
+        lifespan=lifespan,
     )
 
 

@@ -139,7 +139,7 @@ def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | Non
 
     app = build_app(reader)
     guarded = Guard(app, token=token, port=sock.getsockname()[1], extra_host=extra_host)
-    config = uvicorn.Config(guarded, log_level="warning", lifespan="off", access_log=False)
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on", access_log=False)
 
     class Server(uvicorn.Server):
         """uvicorn's server, ending on SIGINT or SIGTERM as a finished command does (exit 0).
