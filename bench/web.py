@@ -24,10 +24,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sized
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import uvicorn
@@ -35,8 +34,9 @@ import uvicorn
 from bench.mcp import dsh_path
 from bench.search import QUERIES, build
 from bench.store import compacted_session, persist, start_host
-from bench.timing import Figure, interleaved
+from bench.timing import Figure, Timing, interleaved
 from dsh_host.host import Host
+from dsh_host.query import SessionQuery
 from dsh_host.session.events import Event
 from dsh_host.web.app import build_app
 from dsh_host.web.cli import bind, make_reader
@@ -81,7 +81,7 @@ def floor(client: httpx.Client) -> None:
     assert client.get("/no-such-page").status_code == 404
 
 
-def floor_note(timing: Any) -> str:
+def floor_note(timing: Timing) -> str:
     return f"; an unrouted GET over the same connection (the HTTP floor) takes {timing.best * 1000:.2f} ms"
 
 
@@ -90,23 +90,36 @@ def fetch(client: httpx.Client, path: str, expect: str) -> None:
     assert answer.status_code == 200 and expect in answer.text, (answer.status_code, path)
 
 
+def page_vs_read(
+    host: Host, path: str, expect: str, read: Callable[[SessionQuery], Awaitable[Sized]], size: int
+) -> tuple[Timing, Timing, Timing]:
+    """The read a page rests on (in process, `size` results), the page over HTTP, and the floor."""
+    query = host.services.session_query
+    loop = asyncio.new_event_loop()
+
+    def in_process() -> None:
+        assert len(loop.run_until_complete(read(query))) == size
+
+    try:
+        with serving(host) as client:
+            baseline, page, bare = interleaved(
+                in_process, lambda: fetch(client, path, expect), lambda: floor(client), rounds=10
+            )
+    finally:
+        loop.close()
+    return baseline, page, bare
+
+
 def page_figures(workdir: Path) -> Iterator[Figure]:
     home = workdir / "pages"
     home.mkdir()
     build(home / "sessions.sqlite3", 10_000, seed=3).close()
     with web_host(home) as host:
-        query = host.services.session_query
-        loop = asyncio.new_event_loop()
-        try:
-            with serving(host) as client:
-                page = lambda: fetch(client, "/", "Refactor module 9999")  # noqa: E731
 
-                def read() -> None:
-                    assert len(loop.run_until_complete(query.list_page(limit=50)).records) == 50
+        async def listing(query: SessionQuery) -> Sized:
+            return (await query.list_page(limit=50)).records
 
-                baseline, value, bare = interleaved(read, page, lambda: floor(client), rounds=10)
-        finally:
-            loop.close()
+        baseline, value, bare = page_vs_read(host, "/", "Refactor module 9999", listing, 50)
     yield Figure.timed(
         "web_list_10k",
         value,
@@ -120,23 +133,12 @@ def page_figures(workdir: Path) -> Iterator[Figure]:
     build(home / "sessions.sqlite3", 100_000, seed=4).close()
     phrase = QUERIES["rare"][0]
     with web_host(home) as host:
-        query = host.services.session_query
-        loop = asyncio.new_event_loop()
-        try:
-            with serving(host) as client:
 
-                def search_page() -> None:
-                    fetch(client, "/search?q=" + phrase.replace(" ", "+"), "<mark>")
+        async def search(query: SessionQuery) -> Sized:
+            return await query.search_candidates(phrase, target_id=None, target_cwd=None, limit=50, group_by_cwd=False)
 
-                def search() -> None:
-                    rows = loop.run_until_complete(
-                        query.search_candidates(phrase, target_id=None, target_cwd=None, limit=50, group_by_cwd=False)
-                    )
-                    assert len(rows) == 50
-
-                baseline, value, bare = interleaved(search, search_page, lambda: floor(client), rounds=10)
-        finally:
-            loop.close()
+        path = "/search?q=" + phrase.replace(" ", "+")
+        baseline, value, bare = page_vs_read(host, path, "<mark>", search, 50)
     yield Figure.timed(
         "web_search_100k",
         value,
@@ -148,37 +150,28 @@ def page_figures(workdir: Path) -> Iterator[Figure]:
 
 
 def session_figures(workdir: Path) -> Iterator[Figure]:
+    from dsh_session_reference import encode_uri
+
     home = workdir / "session"
     with start_host(home) as host:
         persist(host, "log-200k", compacted_session(200_000))
+    uri = encode_uri("log-200k")
     with web_host(home) as host:
-        from dsh_session_reference import encode_uri
 
-        query = host.services.session_query
-        loop = asyncio.new_event_loop()
-        uri = encode_uri("log-200k")
-        try:
-            with serving(host) as client:
+        async def newest(query: SessionQuery) -> Sized:
+            return (await query.read_surface_page("log-200k", limit=200)).entries
 
-                def page() -> None:
-                    fetch(client, f"/s/{uri}", "record 1999 ")
-
-                def read() -> None:
-                    got = loop.run_until_complete(query.read_surface_page("log-200k", limit=200))
-                    assert len(got.entries) == 200
-
-                baseline, value, bare = interleaved(read, page, lambda: floor(client), rounds=10)
-                yield Figure.timed(
-                    "web_session_200k",
-                    value,
-                    baseline,
-                    target=1.2,
-                    note="GET of a 200,000-event session's page (newest 200 messages) vs "
-                    "session_query.read_surface_page(limit=200)" + floor_note(bare),
-                )
-                yield live_figure(host, client, uri)
-        finally:
-            loop.close()
+        baseline, value, bare = page_vs_read(host, f"/s/{uri}", "record 1999 ", newest, 200)
+        yield Figure.timed(
+            "web_session_200k",
+            value,
+            baseline,
+            target=1.2,
+            note="GET of a 200,000-event session's page (newest 200 messages) vs "
+            "session_query.read_surface_page(limit=200)" + floor_note(bare),
+        )
+        with serving(host) as client:
+            yield live_figure(host, client, uri)
 
 
 def live_figure(host: Host, client: httpx.Client, uri: str) -> Figure:
@@ -248,7 +241,7 @@ def startup_figure(workdir: Path) -> Figure:
     )
 
 
-def figures(workdir: Path) -> Iterator[Any]:
+def figures(workdir: Path) -> Iterator[Figure]:
     yield from page_figures(workdir)
     yield from session_figures(workdir)
     yield startup_figure(workdir)

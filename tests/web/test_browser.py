@@ -24,28 +24,18 @@ DAY = 1_780_000_000_000
 """A morning in June 2026, in ms: the sessions' times (the screenshots show them)."""
 
 
+THREE = (
+    ("alpha", "how do I parse toml", "use tomllib", "Parse TOML", "/work/alpha"),
+    ("beta", "rename the module", "done", "Rename module", "/work/beta"),
+    ("gamma", "fix the flaky test", "it waits now", "Flaky test", "/work/alpha"),
+)
+"""Three sessions, each created and active a little after the one before."""
+
+
 def three_sessions(host: Host) -> None:
-    store_log(
-        host,
-        "alpha",
-        conversation(("how do I parse toml", "use tomllib"), time=DAY + 1_000_000, title="Parse TOML"),
-        created_at=DAY + 1_000,
-        cwd="/work/alpha",
-    )
-    store_log(
-        host,
-        "beta",
-        conversation(("rename the module", "done"), time=DAY + 2_000_000, title="Rename module"),
-        created_at=DAY + 2_000,
-        cwd="/work/beta",
-    )
-    store_log(
-        host,
-        "gamma",
-        conversation(("fix the flaky test", "it waits now"), time=DAY + 3_000_000, title="Flaky test"),
-        created_at=DAY + 3_000,
-        cwd="/work/alpha",
-    )
+    for n, (session_id, question, answer, title, cwd) in enumerate(THREE, start=1):
+        raws = conversation((question, answer), time=DAY + n * 1_000_000, title=title)
+        store_log(host, session_id, raws, created_at=DAY + n * 1_000, cwd=cwd)
 
 
 def second_turn(pair: tuple[str, str], *, time: int) -> list[Event]:

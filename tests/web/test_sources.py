@@ -35,6 +35,8 @@ def test_agents_are_named_filtered_and_followed(make_host: HostFactory, tmp_path
     host = make_host(
         ["claude-code", "codex", "session-reference"], objects={"web": dsh_host.web}, config={"sources": tables}
     )
+    for name in ("claude-code", "codex"):
+        host.sources.get(name).build_index()  # the listing then holds every session at once
     store_log(host, "own", conversation(("mine", "yes"), title="Parser at home"), created_at=1, cwd=CWD)
     with TestClient(guarded(host), base_url=BASE) as client:
         listing = client.get(f"/?token={TOKEN}").text

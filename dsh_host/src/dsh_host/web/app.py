@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
+    from dsh_host.mcp.indexing import SourceIndexes
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
     from dsh_host.session.snapshots import SurfaceEntry
@@ -84,6 +85,8 @@ class Reader:
     catalog: SessionCatalog
     read_lines: Callable[[str], Awaitable[tuple[SessionHeader, list[str]]]]
     """A session's header and log lines in export form (as `dsh sessions export` reads them)."""
+    indexes: SourceIndexes | None = None
+    """The sources' index builds (the catalog's): the list says when they are not done."""
     host: Host | None = None
     """The host whose plugins add panels to a session's pages (`dsh_web_session_panels`)."""
 
@@ -131,11 +134,12 @@ def build_app(reader: Reader) -> Starlette:
         agent = request.query_params.get("agent") or None
         cwd = request.query_params.get("cwd") or None
         after = request.query_params.get("after") or None
-        # Three reads on worker threads at once: the page waits for the slowest, not their sum.
-        result, agents, cwds = await asyncio.gather(
+        # The reads on worker threads at once: the page waits for the slowest, not their sum.
+        result, agents, cwds, unfinished = await asyncio.gather(
             reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE),
             reader.query.list_agents(),
             reader.query.list_cwds(agent=agent),
+            _unfinished(reader),
         )
         return page(
             "list.html",
@@ -146,6 +150,7 @@ def build_app(reader: Reader) -> Starlette:
             cwds=[(c, visible_text(c)) for c in cwds],
             next=result.next,
             first=after is None,
+            indexing=[visible_text(reader.sources.display_name(name)) for name in unfinished],
         )
 
     async def rows(request: Request) -> Response:
@@ -321,6 +326,11 @@ async def _session_context(
         "path": request.url.path,
         "panels": panels,
     }
+
+
+async def _unfinished(reader: Reader) -> list[str]:
+    """The sources whose index builds are not done yet (not waited for)."""
+    return [] if reader.indexes is None else list(await reader.indexes.unfinished(0))
 
 
 async def _panels(reader: Reader, session_id: str) -> list[tuple[str, str]]:

@@ -126,8 +126,8 @@ def make_reader(host: Host) -> Reader:
     async def read_lines(session_id: str) -> tuple[SessionHeader, list[str]]:
         return await asyncio.to_thread(lines, session_id)
 
-    catalog = SessionCatalog(query, snapshots, SourceIndexes(sources))
-    return Reader(query, sources, snapshots, catalog, read_lines, host)
+    indexes = SourceIndexes(sources)
+    return Reader(query, sources, snapshots, SessionCatalog(query, snapshots, indexes), read_lines, indexes, host)
 
 
 def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | None) -> None:

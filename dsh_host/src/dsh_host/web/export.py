@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from dsh_host.session.events import SessionHeader
     from dsh_host.session.snapshots import SurfaceEntry
 
-STYLE = (Path(__file__).parent / "static" / "export.css").read_text(encoding="utf-8")
+STATIC = Path(__file__).parent / "static"
+STYLE = "".join((STATIC / name).read_text(encoding="utf-8") for name in ("messages.css", "export.css"))
+"""The page's one style: the messages' look the web pages share, then the page's own."""
 
 
 @dataclass(frozen=True)
