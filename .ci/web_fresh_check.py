@@ -28,7 +28,9 @@ def main(dsh: str) -> int:
             page = client.get(url)
         bare = httpx.get(url.split("?")[0], timeout=30)
         if page.status_code != 200 or "<h1>Sessions</h1>" not in page.text or bare.status_code != 403:
-            print(f"ci: dsh web answered {page.status_code} with the secret, {bare.status_code} without", file=sys.stderr)
+            print(
+                f"ci: dsh web answered {page.status_code} with the secret, {bare.status_code} without", file=sys.stderr
+            )
             return 1
     finally:
         if server.poll() is None:

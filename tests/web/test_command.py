@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from dsh_host import Host
-from dsh_host.web.cli import is_loopback
+from dsh_host.web.cli import exposure_warning, is_loopback
 from tests.web.server import ROOT, dsh_web, environment
 from tests.web.sessions import conversation, store_log
 
@@ -46,5 +46,8 @@ def test_a_taken_port_is_one_line_and_exit_2(web_host: Host, tmp_path) -> None:
     ("address", "loopback"),
     [("127.0.0.1", True), ("localhost", True), ("::1", True), ("[::1]", True), ("0.0.0.0", False), ("10.1.2.3", False)],
 )
-def test_loopback_addresses_are_told_apart(address, loopback) -> None:
+def test_loopback_addresses_are_told_apart_and_only_another_is_warned_of(address, loopback) -> None:
     assert is_loopback(address) is loopback
+    warning = exposure_warning(address)
+    assert (warning is None) is loopback
+    assert warning is None or (warning.startswith(f"dsh web: warning: listening on {address}, not loopback"))

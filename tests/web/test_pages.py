@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dsh_host import Host, hookimpl
 from dsh_session_reference import encode_uri
 from tests.web.sessions import conversation, store_log
@@ -79,3 +81,29 @@ def test_the_static_page_allows_its_own_style_by_hash_and_nothing_else(web_host:
     expected = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     assert html.unescape(policy) == expected
     assert "<script" not in page and "<em>a</em>" in page
+
+
+def test_search_prefers_the_given_directory_and_says_when_nothing_matches(web_host: Host, client) -> None:
+    store_log(web_host, "here", conversation(("the parser fails", "fixed")), created_at=1, cwd="/here")
+    store_log(web_host, "there", conversation(("the parser fails", "fixed")), created_at=2, cwd="/there")
+    for cwd, first in (("/here", "here"), ("/there", "there")):
+        page = client.get("/search", params={"q": "parser", "cwd": cwd}).text
+        ids = re.findall(r'<tr class="session" data-id="([^"]+)">', page)
+        assert ids[0] == first and len(ids) == 2
+        assert "<mark>parser</mark>" in page
+    assert "No session matches “zebra”" in client.get("/search?q=zebra").text
+
+
+def test_the_full_log_pages_backward_by_seq(web_host: Host, client) -> None:
+    from dsh_host.web.app import LOG_PAGE
+
+    pairs = [(f"question {n}", f"answer {n}") for n in range(LOG_PAGE // 6 + 10)]
+    raws = conversation(*pairs)
+    store_log(web_host, "long", raws, created_at=1, cwd="/a")
+    first = client.get(f"/s/{encode_uri('long')}/log").text
+    seqs = [int(n) for n in re.findall(r'<span class="seq">#(\d+)</span>', first)]
+    assert seqs == list(range(len(raws) - LOG_PAGE, len(raws)))
+    (older,) = re.findall(r'href="/s/[^"?]+/log\?before_seq=(\d+)"', first)
+    second = client.get(f"/s/{encode_uri('long')}/log", params={"before_seq": older}).text
+    assert [int(n) for n in re.findall(r'<span class="seq">#(\d+)</span>', second)] == list(range(int(older)))
+    assert "before_seq=" not in second

@@ -50,6 +50,16 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+def exposure_warning(address: str) -> str | None:
+    """The warning `dsh web` gives on stderr before listening on `address`; None for loopback."""
+    if is_loopback(address):
+        return None
+    return (
+        f"dsh web: warning: listening on {address}, not loopback: whoever reaches it with the printed "
+        "address reads every session; prefer ssh -L to a loopback port"
+    )
+
+
 def bind(address: str, port: int) -> socket.socket:
     """A listening TCP socket on `address`:`port` (port 0: a free one)."""
     try:
@@ -87,12 +97,9 @@ def web(host: Host, address: str, port: int, open_browser: bool) -> None:
     if any(importlib.util.find_spec(name) is None for name in ("starlette", "uvicorn", "jinja2", "markdown_it")):
         raise WebUnavailable(EXTRA_MISSING)
     reader = make_reader(host)
-    if not is_loopback(address):
-        click.echo(
-            f"dsh web: warning: listening on {address}, not loopback: whoever reaches it with the printed "
-            "address reads every session; prefer ssh -L to a loopback port",
-            err=True,
-        )
+    warning = exposure_warning(address)
+    if warning is not None:
+        click.echo(warning, err=True)
     sock = bind(address, port)
     token = secrets.token_urlsafe(32)
     url = url_of(sock, token)
