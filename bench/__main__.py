@@ -11,6 +11,7 @@ from pathlib import Path
 MODULES = [
     "retention",
     "store",
+    "pages",
     "search",
     "agent",
     "session_reference",

@@ -7,6 +7,8 @@ that role, under row-level security like any team member). Each figure has a sam
 - `pg_read_surface_200k`: the query service's `read_surface` of a persisted 200,000-event session
   (2,000 on the surface) vs a bare `SELECT` of those 2,000 rows by key, each decoded with
   `json.loads`.
+- `pg_surface_page_200k`: the query service's `read_surface_page` of the newest 200 entries of
+  the same session vs its `read_surface` of the whole surface.
 - `pg_list_sessions_10k`: the query service's `list_sessions()` over 10,000 titled sessions vs a
   bare `SELECT` of the listed columns.
 - `pg_append_flush_1000`: `Session.append` of a prebuilt 1,000-event turn and
@@ -39,6 +41,7 @@ from dsh_host.session.surface import fold
 WRITERS, READERS = 8, 4
 TURN_EVENTS = 40  # per turn of a load writer, flushed in batches of BATCH
 BATCH = 8
+SURFACE_PAGE = 200
 
 
 def _server(workdir: Path) -> Any:
@@ -89,15 +92,20 @@ def _bench(database: Any, workdir: Path) -> Iterator[_Bench]:
         host.close()
 
 
-def read_surface_figure(database: Any, workdir: Path) -> Figure:
+def _store_200k(bench: _Bench, database: Any) -> list[int]:
+    """Store the 200,000-event session `log-200k` as the role; its surface's seqs."""
     events = compacted_session(200_000)
-    seqs = list(fold(events).nodes)
+    header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
+    for start in range(0, len(events), 50_000):
+        bench.host.store.append(header, events[start : start + 50_000])
+    with database.admin() as admin:
+        admin.execute("ANALYZE")
+    return list(fold(events).nodes)
+
+
+def read_surface_figure(database: Any, workdir: Path) -> Figure:
     with _bench(database, workdir) as bench:
-        header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
-        for start in range(0, len(events), 50_000):
-            bench.host.store.append(header, events[start : start + 50_000])
-        with database.admin() as admin:
-            admin.execute("ANALYZE")
+        seqs = _store_200k(bench, database)
         (pk,) = bench.conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
         loads = json.loads
         query = bench.host.services.session_query
@@ -119,6 +127,28 @@ def read_surface_figure(database: Any, workdir: Path) -> Figure:
         target=2.0,
         note="session_query.read_surface of a persisted 200,000-event log (2,000 on the surface) vs a bare SELECT of "
         "those 2,000 rows by key + json.loads, same role under RLS",
+    )
+
+
+def surface_page_figure(database: Any, workdir: Path) -> Figure:
+    with _bench(database, workdir) as bench:
+        _store_200k(bench, database)
+        query = bench.host.services.session_query
+
+        def whole() -> None:
+            assert len(bench.run(query.read_surface("log-200k")).events) == SURFACE
+
+        def page() -> None:
+            assert len(bench.run(query.read_surface_page("log-200k", limit=SURFACE_PAGE)).entries) == SURFACE_PAGE
+
+        baseline, value = interleaved(whole, page)
+    return Figure.timed(
+        "pg_surface_page_200k",
+        value,
+        baseline,
+        target=0.25,
+        note=f"session_query.read_surface_page of the newest {SURFACE_PAGE} entries of a persisted 200,000-event log "
+        "(2,000 on the surface) vs its read_surface of the whole surface, same role under RLS",
     )
 
 
@@ -350,7 +380,7 @@ def figures(workdir: Path) -> Iterator[Figure]:
         return
     seconds = float(os.environ.get("DSH_BENCH_LOAD_SECONDS", "60"))
     try:
-        for figure in (read_surface_figure, list_sessions_figure, append_flush_figure):
+        for figure in (read_surface_figure, surface_page_figure, list_sessions_figure, append_flush_figure):
             database = server.database()
             yield figure(database, workdir)
             server.drop(database.name)

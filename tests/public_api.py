@@ -8,6 +8,7 @@ PUBLIC_NAMESPACES = (
     "dsh_host.hookspecs",
     "dsh_host.log",
     "dsh_host.models",
+    "dsh_host.paging",
     "dsh_host.settings",
     "dsh_host.sources",
     "dsh_host.testing",

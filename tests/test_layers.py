@@ -126,6 +126,7 @@ def test_the_two_stores_share_only_what_lies_below_them():
         "registry": 1,
         "leases": 1,
         "relevance": 1,
+        "pages": 1,
         "sqlite": 2,
         "postgres": 2,
         "store": 3,

@@ -1,4 +1,4 @@
-"""A synthetic, format-faithful home of Claude Code and Codex sessions, for the sources benchmarks.
+"""A synthetic, format-faithful home of agent sessions (Claude Code, Codex; Gemini CLI when asked), for the benchmarks.
 
 `generate(out, gb)` writes about `gb` GB: 55 % Claude Code transcripts under
 `out/claude/projects/<escaped cwd>/<uuid>.jsonl`, 45 % Codex rollouts under
@@ -9,23 +9,33 @@ the rest is about 5,000 small sessions per GB (at most 10,000) of skewed sizes i
 Most bytes are tool output, as in real homes. `PLANTED_PHRASE` is in the first prompt of exactly
 three small sessions, named in the result. The same seed writes the same bytes.
 
+With `gemini_gb` (`--gemini-gb G`) it also writes about G GB of Gemini CLI sessions (JSON lines,
+as v0.44+ writes them) under `out/gemini/tmp/<project slug>/chats/session-*.jsonl`, with each
+project's `.project_root` and `projects.json`: a quarter of them one big session with
+compressions, the rest about 5,000 small sessions per GB. They come after everything else and
+from their own random streams, so the Claude Code and Codex files are the same bytes with or
+without them; the default (0) writes none and reports as before.
+
 Every record is made here (`material`, `claude`, `codex`): no real transcript is read or kept.
-Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--big-claude-gb G] [--big-codex-gb G]`
+Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--big-claude-gb G] [--big-codex-gb G] [--gemini-gb G]`
 (it prints what it wrote); `--gb 9 --big-claude-gb 1.06 --big-codex-gb 0.7` is a home like the
 one issue 37's table was measured on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bench.corpus.claude import RECORD_CAP, ClaudeWriter, last_chain_record
 from bench.corpus.codex import CodexWriter
+from bench.corpus.gemini import GeminiWriter
 from bench.corpus.material import (
     BASE_MS,
     CWDS,
@@ -55,6 +65,7 @@ __all__ = [
 CLAUDE_SHARE = 0.55
 BIG_CLAUDE_SHARE = 0.25
 BIG_CODEX_SHARE = 0.175
+BIG_GEMINI_SHARE = 0.25
 SESSIONS_PER_GB = 5_000
 MAX_SESSIONS = 10_000
 _BUFFER = 1 << 20
@@ -85,17 +96,25 @@ class Corpus:
     big_codex: SessionFile
     planted: tuple[str, ...]
     seconds: float
+    gemini_dir: str | None = None
+    """The Gemini CLI folder (`[sources.gemini-cli] dir`), when Gemini CLI sessions were asked for."""
+    gemini_files: int = 0
+    gemini_bytes: int = 0
+    big_gemini: SessionFile | None = None
 
     @property
     def files(self) -> int:
-        return self.claude_files + self.codex_files
+        return self.claude_files + self.codex_files + self.gemini_files
 
     @property
     def bytes(self) -> int:
-        return self.claude_bytes + self.codex_bytes
+        return self.claude_bytes + self.codex_bytes + self.gemini_bytes
 
     def as_json(self) -> dict[str, object]:
         out = asdict(self)
+        if self.gemini_dir is None:
+            for key in ("gemini_dir", "gemini_files", "gemini_bytes", "big_gemini"):
+                del out[key]
         out.update(
             files=self.files,
             bytes=self.bytes,
@@ -119,7 +138,9 @@ class _Home:
         self.rng = rng
         self.ids = Ids(rng)
         self.blobs = blobs
-        self.counts = {"claude": [0, 0], "codex": [0, 0]}
+        self.gemini = out / "gemini"
+        self.counts = {"claude": [0, 0], "codex": [0, 0], "gemini": [0, 0]}
+        self._projects: dict[str, str] = {}
         self._folders: set[Path] = set()
 
     def _open(self, path: Path) -> Path:
@@ -162,6 +183,34 @@ class _Home:
         self.counts["codex"][1] += writer.written
         return SessionFile(str(path), f"codex:{sid.decode()}", cwd, writer.written)
 
+    def gemini_session(self, target: int, habits: Habits, *, cwd: str, start: int) -> SessionFile:
+        rng = self.rng
+        sid = self.ids.uuid()
+        clock = Clock(start)
+        stamp = clock.iso()[:16].replace(b":", b"-").decode()
+        path = self.gemini / "tmp" / self._project(cwd) / "chats" / f"session-{stamp}-{sid[:8].decode()}.jsonl"
+        with open(self._open(path), "wb", buffering=_BUFFER) as out:
+            writer = GeminiWriter(
+                out, rng, self.blobs, Texts(rng, rng.choice(TOPICS)), cwd=cwd, clock=clock, habits=habits
+            )
+            writer.start(sid, hashlib.sha256(cwd.encode()).hexdigest().encode())
+            writer.fill(target)
+        self.counts["gemini"][0] += 1
+        self.counts["gemini"][1] += writer.written
+        return SessionFile(str(path), f"gemini-cli:{sid.decode()}", cwd, writer.written)
+
+    def _project(self, cwd: str) -> str:
+        """The project folder's slug (its root's name), with its `.project_root` and `projects.json` entry."""
+        slug = self._projects.get(cwd)
+        if slug is None:
+            slug = self._projects[cwd] = os.path.basename(cwd).lower()
+            folder = self.gemini / "tmp" / slug
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / ".project_root").write_text(cwd, encoding="utf-8")
+            registry = {"projects": dict(self._projects)}
+            (self.gemini / "projects.json").write_text(json.dumps(registry, indent=2), encoding="utf-8")
+        return slug
+
 
 def _targets(rng: random.Random, count: int, total: float) -> list[int]:
     """`count` file sizes summing to about `total`, skewed as real homes are (many small, a few large)."""
@@ -186,13 +235,22 @@ def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = Non
 
 
 def generate(
-    out: Path, gb: float = 2.0, seed: int = 0, *, big_claude_gb: float | None = None, big_codex_gb: float | None = None
+    out: Path,
+    gb: float = 2.0,
+    seed: int = 0,
+    *,
+    big_claude_gb: float | None = None,
+    big_codex_gb: float | None = None,
+    gemini_gb: float = 0.0,
 ) -> Corpus:
     """Write the corpus into `out` (which should be empty) and say what was written.
 
     The two big files are 25 % and 17.5 % of `gb` unless `big_claude_gb` / `big_codex_gb` say
-    otherwise (the issue's 9 GB home had a 1.06 GB transcript and a 700 MB rollout).
+    otherwise (the issue's 9 GB home had a 1.06 GB transcript and a 700 MB rollout). With
+    `gemini_gb`, about that much of Gemini CLI sessions besides (see the module's docstring).
     """
+    if gemini_gb < 0:
+        raise ValueError(f"--gemini-gb must not be negative, not {gemini_gb}")
     big_claude_size = int((gb * BIG_CLAUDE_SHARE if big_claude_gb is None else big_claude_gb) * 1e9)
     codex_big_size = int((gb * BIG_CODEX_SHARE if big_codex_gb is None else big_codex_gb) * 1e9)
     if gb <= 0:
@@ -231,6 +289,7 @@ def generate(
             written = home.codex_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
         if plant:
             planted_ids.append(written.session_id)
+    gemini = _gemini(out, seed, gemini_gb) if gemini_gb else None
     return Corpus(
         root=str(out),
         claude_dir=str(home.claude),
@@ -243,14 +302,35 @@ def generate(
         big_codex=big_codex,
         planted=tuple(sorted(planted_ids)),
         seconds=time.perf_counter() - began,
+        gemini_dir=None if gemini is None else str(gemini[0].gemini),
+        gemini_files=0 if gemini is None else gemini[0].counts["gemini"][0],
+        gemini_bytes=0 if gemini is None else gemini[0].counts["gemini"][1],
+        big_gemini=None if gemini is None else gemini[1],
     )
+
+
+def _gemini(out: Path, seed: int, gb: float) -> tuple[_Home, SessionFile]:
+    """About `gb` GB of Gemini CLI sessions in `out/gemini`, from random streams of their own; the big one."""
+    rng = random.Random(seed + 2)
+    home = _Home(out, rng, Blobs(random.Random(seed + 3)))
+    total = gb * 1e9
+    big_size = int(total * BIG_GEMINI_SHARE)
+    habits = _big_habits(big_size, heavy_size=min(3_000_000, max(1, big_size // 40)))
+    big = home.gemini_session(big_size, habits, cwd=CWDS[2], start=BASE_MS + 2 * DAY_MS)
+    sessions = max(2, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
+    for target in _targets(rng, sessions - 1, total - big_size):
+        compact = rng.random() < 0.05
+        habits = Habits(rewind=0.03, compact_every=max(4_000, target // 2) if compact else 0)
+        home.gemini_session(target, habits, cwd=rng.choice(CWDS), start=_start(rng))
+    return home, big
 
 
 def double_largest(corpus: Corpus, out: Path, seed: int = 0) -> Corpus:
     """The same home in `out` (hard links), except that its big transcript is twice as long."""
     big = Path(corpus.big_claude.path)
-    for name in ("claude", "codex"):
-        shutil.copytree(Path(corpus.root) / name, out / name, copy_function=os.link)
+    for name in ("claude", "codex", "gemini"):
+        if (Path(corpus.root) / name).is_dir():
+            shutil.copytree(Path(corpus.root) / name, out / name, copy_function=os.link)
     copy = out / big.relative_to(corpus.root)
     copy.unlink()
     rng = random.Random(seed)
@@ -270,6 +350,12 @@ def double_largest(corpus: Corpus, out: Path, seed: int = 0) -> Corpus:
         big_codex=corpus.big_codex,
         planted=corpus.planted,
         seconds=corpus.seconds,
+        gemini_dir=None if corpus.gemini_dir is None else str(out / "gemini"),
+        gemini_files=corpus.gemini_files,
+        gemini_bytes=corpus.gemini_bytes,
+        big_gemini=None
+        if corpus.big_gemini is None
+        else replace(corpus.big_gemini, path=str(out / Path(corpus.big_gemini.path).relative_to(corpus.root))),
     )
 
 

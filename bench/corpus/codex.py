@@ -14,7 +14,7 @@ import base64
 import random
 from typing import BinaryIO
 
-from bench.corpus.material import Blobs, Clock, Habits, Ids, Texts
+from bench.corpus.material import Blobs, Clock, Habits, SessionWriter, Texts
 
 _META = (
     b'{"timestamp":"%s","type":"session_meta","payload":{"id":"%s","timestamp":"%s","cwd":"%s",'
@@ -78,26 +78,16 @@ _COMPACTED = (
 _ROLLBACK = b'{"timestamp":"%s","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}\n'
 
 
-class CodexWriter:
+class CodexWriter(SessionWriter):
     """Writes one Codex rollout to `out`, counting the bytes written."""
 
     def __init__(
         self, out: BinaryIO, rng: random.Random, blobs: Blobs, texts: Texts, *, cwd: str, clock: Clock, habits: Habits
     ) -> None:
-        self.out, self.rng, self.blobs, self.texts, self.clock, self.habits = out, rng, blobs, texts, clock, habits
-        self.ids = Ids(rng)
-        self.cwd = cwd.encode()
-        self.written = 0
-        self.turns = 0
+        super().__init__(out, rng, blobs, texts, cwd=cwd, clock=clock, habits=habits)
         self.tokens = 0
         self._prompts: list[bytes] = []
-        self._next_compact = habits.compact_every
-        self._next_heavy = habits.heavy_every
         self._sealed = [base64.b64encode(rng.randbytes(size)) for size in (480, 900, 1500)]
-
-    def _put(self, line: bytes) -> None:
-        self.out.write(line)
-        self.written += len(line)
 
     def start(self, session_id: bytes) -> None:
         """The `session_meta` line and the context Codex injects before the first prompt."""

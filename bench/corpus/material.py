@@ -13,6 +13,7 @@ import random
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import BinaryIO
 
 PLANTED_PHRASE = "quasar ledger reconciliation"
 """The phrase planted in exactly three small sessions' prompts (no other text holds "quasar")."""
@@ -279,3 +280,22 @@ class Habits:
     compact_every: int = 0  # bytes between compactions; 0 for none
     heavy_every: int = 0  # bytes between outputs of megabytes; 0 for none
     heavy_size: int = 0
+
+
+class SessionWriter:
+    """What a writer of one session file keeps: its file, text, randomness, clock and habits, and the bytes written."""
+
+    def __init__(
+        self, out: BinaryIO, rng: random.Random, blobs: Blobs, texts: Texts, *, cwd: str, clock: Clock, habits: Habits
+    ) -> None:
+        self.out, self.rng, self.blobs, self.texts, self.clock, self.habits = out, rng, blobs, texts, clock, habits
+        self.ids = Ids(rng)
+        self.cwd = cwd.encode()
+        self.written = 0
+        self.turns = 0
+        self._next_compact = habits.compact_every
+        self._next_heavy = habits.heavy_every
+
+    def _put(self, line: bytes) -> None:
+        self.out.write(line)
+        self.written += len(line)

@@ -100,6 +100,26 @@ def test_sharing_lets_the_group_read_and_only_the_owner_change(team, log_builder
     assert alice.sharing("shared") == (names["alice"], None)
 
 
+def test_pages_show_a_role_what_it_may_read_and_nothing_else(team, log_builder):
+    group, _, stores = team
+    alice, bob, carol = stores["alice"], stores["bob"], stores["carol"]
+    alice.append(SessionHeader(id="private", created_at=1, cwd="/secret"), _log(log_builder))
+    alice.append(SessionHeader(id="shared", created_at=2, cwd="/team"), _log(log_builder))
+    alice.share("shared", group)
+    bob.append(SessionHeader(id="bobs", created_at=3, cwd="/team"), _log(log_builder))
+    # Every event at time 0: the ties go by id.
+    assert [r.id for r in alice.list_sessions_by_activity(10)] == ["private", "shared"]
+    assert [r.id for r in bob.list_sessions_by_activity(10)] == ["bobs", "shared"]
+    assert [r.id for r in bob.list_sessions_by_activity(10, cwd="/secret")] == []
+    assert carol.list_sessions_by_activity(10) == [] and carol.list_cwds() == []
+    assert sorted(alice.list_cwds()) == ["/secret", "/team"] and bob.list_cwds() == ["/team"]
+    assert bob.read_surface_page("shared", None, 5) == alice.read_surface_page("shared", None, 5)
+    assert bob.read_events_page("shared", None, 5) == alice.read_events_page("shared", None, 5)
+    for read in (bob.read_surface_page, bob.read_events_page):
+        with pytest.raises(SessionNotFound, match='session "private" not found'):
+            read("private", None, 5)
+
+
 def test_sharing_names_an_existing_role_and_a_session_of_ones_own(team, log_builder):
     _, _, stores = team
     stores["alice"].append(SessionHeader(id="s", created_at=1), _log(log_builder))
@@ -287,21 +307,26 @@ def test_init_upgrades_a_version_1_database_keeping_its_sessions(postgres_server
         postgres_server.drop(database.name)
 
 
-def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
+def as_version(database, version: int) -> None:
+    """Make the database's dsh schema the one `version` created, empty."""
     from dsh_host.store.postgres.schema import MIGRATIONS
 
+    with database.admin() as conn:
+        conn.execute("DROP SCHEMA dsh CASCADE")
+        conn.execute(f"SET ROLE {database.owner}")
+        conn.execute("CREATE SCHEMA dsh")
+        for migration in MIGRATIONS[:version]:
+            conn.execute(migration)
+        conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', %s)", (str(version),))
+        conn.execute("RESET ROLE")
+
+
+def test_init_gives_a_version_4_database_every_sessions_last_activity(postgres_server, log_builder):
     L = log_builder
     database = postgres_server.database()
     other = postgres_server.role("other")
     try:
-        with database.admin() as conn:  # the database as dsh schema version 4 left it
-            conn.execute("DROP SCHEMA dsh CASCADE")
-            conn.execute(f"SET ROLE {database.owner}")
-            conn.execute("CREATE SCHEMA dsh")
-            for migration in MIGRATIONS[:4]:
-                conn.execute(migration)
-            conn.execute("INSERT INTO dsh.meta VALUES ('schema_version', '4')")
-            conn.execute("RESET ROLE")
+        as_version(database, 4)
         # Sessions of two roles, written as version 4 wrote them: no last activity column.
         for role, session_id, created, times in (
             (database.user, "mine", 5, [10, 30, 20]),  # the last event's time, not the latest
@@ -550,3 +575,34 @@ def test_two_hosts_racing_on_one_session_never_duplicate_or_lose_an_event(postgr
     finally:
         for store in hosts:
             store.close()
+
+
+def test_init_gives_a_version_5_database_the_indexes_of_the_listing_by_activity(postgres_server, log_builder):
+    L = log_builder
+    database = postgres_server.database()
+    try:
+        as_version(database, 5)
+        with psycopg.connect(database.dsn(), autocommit=True) as conn:  # a session as version 5 wrote it
+            header = '{"type":"session","version":0,"id":"old","createdAt":5,"cwd":"/w"}'
+            conn.execute(
+                "INSERT INTO dsh.sessions (id, created_at, cwd, header, next_seq, next_ord, last_activity_at) "
+                "VALUES ('old', 5, '/w', %s, 0, 0, 5)",
+                (header,),
+            )
+        with pytest.raises(StoreUnavailable, match="older than this dsh"):
+            database.open()
+        assert init_schema(database.dsn(database.owner)) == (5, SCHEMA_VERSION)
+        with database.admin() as conn:
+            indexes = {name for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'dsh'")}
+        assert {"sessions_by_activity", "sessions_by_cwd"} <= indexes
+        store = database.open()
+        try:
+            store.append(SessionHeader(id="new", created_at=1, cwd="/w"), L.events([L.raw("turn/start", 0, time=9)]))
+            assert [(r.id, r.last_activity_at) for r in store.list_sessions_by_activity(5, cwd="/w")] == [
+                ("new", 9),
+                ("old", 5),
+            ]
+        finally:
+            store.close()
+    finally:
+        postgres_server.drop(database.name)

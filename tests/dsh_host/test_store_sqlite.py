@@ -129,9 +129,20 @@ def test_awkward_session_ids_never_reach_a_path(tmp_path, log_builder):
     }
 
 
+def _as_version_5(path: Path) -> None:
+    """Turn a database into schema version 5: without the indexes of the listing by last activity."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP INDEX sessions_by_activity")
+        conn.execute("DROP INDEX sessions_by_cwd")
+        conn.execute("PRAGMA user_version = 5")
+    conn.close()
+
+
 def _as_version_2(path: Path) -> None:
     """Turn a database into schema version 2 as far as the last activity goes (none); the older search
     layout of versions 2 and 3 is test_store_sqlite_search_index's."""
+    _as_version_5(path)
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("ALTER TABLE sessions DROP COLUMN last_activity_at")
@@ -221,6 +232,24 @@ def test_a_version_2_database_gets_each_sessions_last_activity_on_first_open(tmp
             *((f"s{i}", 100 + i) for i in reversed(range(5))),
         ]
         _assert_walruses_found(store)
+    finally:
+        store.close()
+
+
+def test_a_version_5_database_gets_the_indexes_of_the_listing_by_activity_on_first_open(tmp_path, log_builder):
+    path = tmp_path / "sessions.sqlite3"
+    _store_walruses(path)
+    _as_version_5(path)
+
+    store = SqliteSessionStore.open(path)
+    try:
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        conn.close()
+        assert {"sessions_by_activity", "sessions_by_cwd"} <= indexes
+        assert [row.id for row in store.list_sessions_by_activity(2, cwd="/w")] == ["s4", "s3"]
+        _assert_walruses_found(store)  # the search indexes are left as they were
     finally:
         store.close()
 

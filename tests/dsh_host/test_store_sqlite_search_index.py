@@ -266,6 +266,8 @@ def as_old_version(path: Path, version: int) -> None:
         for statement in _OLD_FILL:
             conn.execute(statement)
         if version == 2:
+            for index in ("sessions_by_activity", "sessions_by_cwd"):  # version 6's, on the column
+                conn.execute(f"DROP INDEX {index}")
             conn.execute("ALTER TABLE sessions DROP COLUMN last_activity_at")
         conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")

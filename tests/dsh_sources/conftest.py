@@ -56,3 +56,14 @@ def monkeypatch_module():
     """A monkeypatch for a whole module's tests (hypothesis runs many examples in one test call)."""
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+@pytest.fixture
+def opencode_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `opencode` entry point, as `pip install ./dsh_sources` makes it (a dist-info on `sys.path`)."""
+    site = tmp_path / "site"
+    info = site / "dsh_opencode_entry-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-opencode-entry\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[dsh]\nopencode = dsh_sources.opencode\n")
+    monkeypatch.syspath_prepend(str(site))

@@ -1,4 +1,4 @@
-"""The benchmark corpus generator (`bench.corpus`) writes homes the two sources read as the agents' own."""
+"""The benchmark corpus generator (`bench.corpus`) writes homes the sources read as the agents' own."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench.corpus import PLANTED_PHRASE, RECORD_CAP, Corpus, append_claude, double_largest, generate
+from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host
+from dsh_sources.formats.gemini_cli import GeminiCliFormat
+from dsh_sources.index import SourceIndex
+from dsh_sources.source import TranscriptSource
 from tests.dsh_sources.conftest import AgentDirs, SourceHost
 
 
@@ -73,3 +79,54 @@ def test_the_same_seed_writes_the_same_bytes_and_a_doubled_variant_links_all_but
 def _replace_root(corpus: Corpus, name: str) -> str:
     text = json.dumps({**corpus.as_json(), "seconds": 0, "mb_per_s": 0})
     return text.replace(f"/{name}/", "/ROOT/").replace(f'/{name}"', '/ROOT"')
+
+
+def test_gemini_sessions_are_written_only_when_asked_and_read_as_gemini_cli_s_own(tmp_path: Path) -> None:
+    plain = generate(tmp_path / "plain", gb=0.005, seed=5)
+    both = generate(tmp_path / "both", gb=0.005, seed=5, gemini_gb=0.004)
+    assert _digest(tmp_path / "plain") == {
+        name: digest for name, digest in _digest(tmp_path / "both").items() if not name.startswith("gemini/")
+    }
+    assert "gemini_dir" not in plain.as_json() and plain.gemini_files == 0 and plain.big_gemini is None
+    assert both.gemini_dir == str(tmp_path / "both" / "gemini") and both.big_gemini is not None
+    written = list((tmp_path / "both" / "gemini").rglob("session-*.jsonl"))
+    assert both.gemini_files == len(written) == 20 and both.files == plain.files + 20
+    assert both.gemini_bytes == sum(path.stat().st_size for path in written) and 3e6 < both.gemini_bytes < 5e6
+
+    fmt = GeminiCliFormat(Path(both.gemini_dir))
+    source = TranscriptSource("gemini-cli", fmt, SourceIndex(tmp_path / "index.sqlite3", "gemini-cli", 1))
+    listed = {row.id: row for row in source.list_sessions()}
+    assert len(listed) == both.gemini_files and source.check() == []
+    big = listed[both.big_gemini.session_id]
+    assert big.cwd == both.big_gemini.cwd
+    surface = source.read_surface(both.big_gemini.session_id)
+    markers = [event["data"].get("source") for event in surface.events if event["type"] == "user/message"]
+    assert COMPACT_CHECKPOINT_SOURCE in markers
+    source.close()
+
+
+def test_the_opencode_flag_adds_a_database_the_opencode_source_reads_whole(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+    from tests.dsh_sources.opencode_builders import opencode_source
+
+    assert main([str(tmp_path / "plain"), "--gb", "0.002"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "opencode" not in plain and not (tmp_path / "plain" / "opencode").exists()
+    assert main([str(tmp_path / "four"), "--gb", "0.002", "--opencode-gb", "0.002"]) == 0
+    written = json.loads(capsys.readouterr().out)["opencode"]
+    assert sorted(os.listdir(written["dir"])) == ["opencode.db"]
+    source = opencode_source(Path(written["dir"]), tmp_path / "index.sqlite3")
+    rows = source.list_sessions()
+    assert len(rows) == written["sessions"] and all(row.title and row.title.startswith("Work on the") for row in rows)
+    assert source.read_surface(rows[0].id) is not None and source.check() == [] and source.problems() == []
+    source.close()
+
+
+def test_a_size_of_no_gigabytes_for_opencode_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    from bench.corpus.__main__ import main
+
+    with pytest.raises(SystemExit) as exit:
+        main([str(tmp_path / "out"), "--opencode-gb", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("--opencode-gb must be positive, not 0.0")
+    assert not (tmp_path / "out").exists()

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_sources import reading
+from dsh_sources.formats import claude_code
 from dsh_sources.formats.claude_code import ClaudeCodeFormat
 from dsh_sources.formats.codex import CodexFormat
 from dsh_sources.index import SourceIndex
@@ -31,8 +32,14 @@ pytestmark = pytest.mark.foreign_logs
 
 @pytest.fixture(autouse=True)
 def keys_of_every_file(monkeypatch):
-    """Keep the record keys of small files too, so that they are read on from their offset like large ones."""
+    """Keep the record keys of small files too, so that they are read on from their offset like large ones.
+
+    A read from the start then spills its keys (`spill.NodeSpill`) as a large file's does, and a
+    window of two records in memory makes it spill while it reads, not only at its end; the whole
+    reads it is compared with keep theirs in memory.
+    """
     monkeypatch.setattr(reading, "KEYED_BYTES", 0)
+    monkeypatch.setattr(claude_code, "WINDOW", 2)
 
 
 class Observer:
@@ -49,6 +56,7 @@ class Observer:
         read = read_file(self.fmt, str(self.path), entry, self.index)
         self.fresh_reads += read.fresh
         assert self.index.put([read]) == []
+        assert not [name for name in os.listdir(self.index.path.parent) if name.startswith("spill-")]
         self.compare()
 
     def compare(self) -> None:

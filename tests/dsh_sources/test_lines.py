@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_sources import lines as lines_module
-from dsh_sources.lines import JsonLines
+from dsh_sources.lines import JsonDocument, JsonLines
 from dsh_sources.transcript import iso_ms
 
 PIECES = st.sampled_from(
@@ -61,6 +61,37 @@ def test_the_agents_timestamp_form_is_read_as_the_general_parser_reads_it(moment
     assert iso_ms(canonical.replace("T", " ")) == iso_ms(canonical)  # the general parser's answer, the same
 
 
+def _general(text: str) -> int | None:
+    """What the general parser makes of a timestamp ending in `Z` (None: no moment)."""
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00")
+    except ValueError:
+        return None
+    return max(0, (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.datetimes(min_value=datetime(1969, 12, 31), max_value=datetime(2200, 1, 1)),
+            st.lists(st.tuples(st.integers(0, 22), st.sampled_from("0123456789:.TZa \u0663")), max_size=2),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_timestamps_in_a_row_are_read_as_the_general_parser_reads_them(stamps):
+    """Records come seconds apart and share their minute (which iso_ms works out once); a changed
+    character anywhere makes a timestamp the general parser reads differently or not at all."""
+    for moment, changes in stamps:
+        text = list(moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z")
+        for place, char in changes:
+            text[place] = char
+        stamp = "".join(text)
+        assert iso_ms(stamp) == _general(stamp), stamp
+
+
 def test_timestamps_that_are_no_moment_are_none():
     for text in (
         "2025-13-01T00:00:00.000Z",
@@ -74,3 +105,15 @@ def test_timestamps_that_are_no_moment_are_none():
         "yesterday",
     ):
         assert iso_ms(text) is None, text
+
+
+def test_a_whole_json_document_is_one_record_or_one_skipped_line_and_an_oversized_one_is_not_held():
+    pretty = json.dumps({"sessionId": "s", "messages": [{"id": "m", "content": "a\nb"}]}, indent=2).encode()
+    document = JsonDocument(io.BytesIO(pretty))
+    assert list(document) == [json.loads(pretty)]
+    assert (document.skipped, document.oversized, document.consumed, document.unfinished) == (0, 0, len(pretty), False)
+    for data, skipped in ((b"[1, 2]", 1), (pretty[:-3], 1), (b"  \n", 0)):
+        document = JsonDocument(io.BytesIO(data))
+        assert list(document) == [] and (document.skipped, document.consumed) == (skipped, len(data))
+    big = JsonDocument(io.BytesIO(pretty), limit=10)
+    assert list(big) == [] and (big.skipped, big.oversized, big.consumed) == (1, 1, len(pretty))

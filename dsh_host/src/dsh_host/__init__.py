@@ -62,12 +62,7 @@ _HOMES = {
     "Session": "dsh_host.session.session",
     "SurfaceSnapshot": "dsh_host.session.snapshots",
     "SurfaceTexts": "dsh_host.session.snapshots",
-    "SurfaceEntry": "dsh_host.session.snapshots",
-    "SurfacePage": "dsh_host.session.snapshots",
-    "EventsPage": "dsh_host.session.snapshots",
     "SessionQuery": "dsh_host.query",
-    "SessionPage": "dsh_host.paging",
-    "AgentInfo": "dsh_host.paging",
     "SessionRecord": "dsh_host.query",
     "TitleSnapshot": "dsh_host.query",
     # the store protocol
@@ -94,7 +89,6 @@ _HOMES = {
     "SessionNotFound": "dsh_host.store.base",
     "SessionBusy": "dsh_host.store.base",
     "SearchCancelled": "dsh_host.store.base",
-    "InvalidPageRequest": "dsh_host.paging",
     "ComposeError": "dsh_host.agent.composition",
     # terminal-safe text
     "display_text": "dsh_host.terminal_text",
@@ -128,9 +122,6 @@ if TYPE_CHECKING:
     from dsh_host.live_sessions import SessionRegistry as SessionRegistry
     from dsh_host.models.base import ModelAdapter as ModelAdapter
     from dsh_host.models.base import ModelRequest as ModelRequest
-    from dsh_host.paging import AgentInfo as AgentInfo
-    from dsh_host.paging import InvalidPageRequest as InvalidPageRequest
-    from dsh_host.paging import SessionPage as SessionPage
     from dsh_host.query import SessionQuery as SessionQuery
     from dsh_host.query import SessionRecord as SessionRecord
     from dsh_host.query import TitleSnapshot as TitleSnapshot
@@ -139,9 +130,6 @@ if TYPE_CHECKING:
     from dsh_host.session.events import SessionHeader as SessionHeader
     from dsh_host.session.events import SurfaceText as SurfaceText
     from dsh_host.session.session import Session as Session
-    from dsh_host.session.snapshots import EventsPage as EventsPage
-    from dsh_host.session.snapshots import SurfaceEntry as SurfaceEntry
-    from dsh_host.session.snapshots import SurfacePage as SurfacePage
     from dsh_host.session.snapshots import SurfaceSnapshot as SurfaceSnapshot
     from dsh_host.session.snapshots import SurfaceTexts as SurfaceTexts
     from dsh_host.sources.base import SessionSource as SessionSource

@@ -1,39 +1,27 @@
-"""Paged reads of the session query service: their records, their cursor, their checks.
+"""The records of the session query service's paged reads (public namespace `dsh_host.paging`).
 
-`SessionQuery.list_page` lists sessions newest last activity first, keyset-paged across the store
-and the sources; `read_surface_page` and `read_events_page` page a session backward. This module
-holds what those share: the page records, the opaque cursor of the listing, the refusal of a
-request that cannot be answered, and the pages of a source (or live session) that answers no
-page itself, cut from what it does answer.
+`SessionQuery.list_page` answers a `SessionPage` of the sessions listing (newest last activity
+first, keyset-paged by an opaque cursor), `list_agents` the `AgentInfo` of each agent it can be
+filtered to, `read_surface_page` a `SurfacePage` of a session's conversation (`SurfaceEntry` per
+message) and `read_events_page` an `EventsPage` of its full log; a request none of them can
+answer is an `InvalidPageRequest`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dsh_host.errors import DshError
-from dsh_host.session.snapshots import EventsPage, SurfaceEntry, SurfacePage, surface_entry
-from dsh_host.store.pages import event_span
+from dsh_host.session.snapshots import EventsPage, SurfaceEntry, SurfacePage
 
 if TYPE_CHECKING:
-    from dsh_host.jsontypes import JsonValue
     from dsh_host.query import SessionRecord
-    from dsh_host.session.events import SurfaceText
-    from dsh_host.store.base import ActivityKey, SessionRow
-
-MAX_LIMIT = 1000
-"""The most rows or entries one page may ask for."""
-STORE_AGENT = "dsh"
-"""The `agent` filter value that selects the store's own sessions."""
 
 
 class InvalidPageRequest(DshError, ValueError):
-    """A page request that cannot be answered (a malformed cursor, an unknown agent, a bad limit or position)."""
+    """A page request that cannot be answered: a malformed cursor, an unknown agent, a limit out of
+    range or a negative position. Its message is one line, fit for a client's error."""
 
 
 @dataclass(frozen=True)
@@ -55,88 +43,4 @@ class AgentInfo:
     display_name: str
 
 
-def check_limit(limit: int) -> None:
-    """Refuse a page size that is not 1 to `MAX_LIMIT`."""
-    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidPageRequest(f"page limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
-
-
-def check_position(name: str, value: int | None) -> None:
-    """Refuse a `before` position or seq that is not None or a non-negative integer."""
-    if value is not None and (type(value) is not int or value < 0):
-        raise InvalidPageRequest(f"{name} must be a non-negative integer, not {value!r}")
-
-
-def activity(row: SessionRow | SessionRecord) -> int | float:
-    """When a session was last active: its `last_activity_at`, its `created_at` where that is unknown."""
-    return row.created_at if row.last_activity_at is None else row.last_activity_at
-
-
-def activity_order(row: SessionRow | SessionRecord) -> tuple[int | float, str]:
-    """The sort key of the listing by activity: newest first, ties by id."""
-    return -activity(row), row.id
-
-
-def is_after(row: SessionRow | SessionRecord, key: ActivityKey | None) -> bool:
-    """Whether `row` comes after `key` in the listing by activity (everything does after None)."""
-    return key is None or (-activity(row), row.id) > (-key[0], key[1])
-
-
-def encode_cursor(key: ActivityKey) -> str:
-    """The opaque cursor of a listing key (URL-safe text)."""
-    text = json.dumps([key[0], key[1]], separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> ActivityKey:
-    """The listing key of a cursor `encode_cursor` made; `InvalidPageRequest` for anything else."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at, session_id = json.loads(raw.decode("ascii"))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        raise InvalidPageRequest(f"invalid page cursor {cursor!r}") from None
-    if type(at) not in (int, float) or not isinstance(session_id, str) or at != at:
-        raise InvalidPageRequest(f"invalid page cursor {cursor!r}")
-    return at, session_id
-
-
-def rows_by_activity(
-    rows: Sequence[SessionRow], limit: int, after: ActivityKey | None, cwd: str | None
-) -> list[SessionRow]:
-    """A page of the listing by activity cut from a whole listing (for a source that pages none)."""
-    kept = [row for row in rows if (cwd is None or row.cwd == cwd) and is_after(row, after)]
-    kept.sort(key=activity_order)
-    return kept[:limit]
-
-
-def surface_page_of(
-    session_id: str,
-    captured_through_seq: int | None,
-    count: int,
-    node: Callable[[int], tuple[int, int | float | None, SurfaceText]],
-    before: int | None,
-    limit: int,
-) -> SurfacePage:
-    """A surface page of `count` nodes, `node(position)` giving each one's (seq, time, text); positions are indexes.
-
-    Only the nodes from `before` back to the page's oldest entry are looked at.
-    """
-    newest_first: list[SurfaceEntry] = []
-    for position in range(min(count, count if before is None else before) - 1, -1, -1):
-        entry = surface_entry(position, *node(position))
-        if entry is not None:
-            newest_first.append(entry)
-            if len(newest_first) > limit:
-                break
-    more = len(newest_first) > limit
-    entries = tuple(reversed(newest_first[:limit]))
-    return SurfacePage(session_id, entries, entries[0].position if more else None, captured_through_seq)
-
-
-def events_page_of(
-    session_id: str, count: int, event: Callable[[int], dict[str, JsonValue]], before_seq: int | None, limit: int
-) -> EventsPage:
-    """A log page of a log of `count` events, `event(seq)` giving each in log form; only the page's are asked for."""
-    first, stop = event_span(before_seq, limit, count)
-    events = tuple(event(seq) for seq in range(first, stop))
-    return EventsPage(session_id, events, first or None, count - 1 if count else None)
+__all__ = ["AgentInfo", "EventsPage", "InvalidPageRequest", "SessionPage", "SurfaceEntry", "SurfacePage"]

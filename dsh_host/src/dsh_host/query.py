@@ -15,14 +15,11 @@ import functools
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from dsh_host.paging import (
+from dsh_host.page_reads import (
     STORE_AGENT,
-    AgentInfo,
-    InvalidPageRequest,
-    SessionPage,
     activity,
     activity_order,
     check_limit,
@@ -34,6 +31,7 @@ from dsh_host.paging import (
     rows_by_activity,
     surface_page_of,
 )
+from dsh_host.paging import AgentInfo, InvalidPageRequest, SessionPage
 from dsh_host.session.events import SessionHeader, SurfaceText, surface_text
 from dsh_host.session.snapshots import EventsPage, SurfacePage, SurfaceSnapshot, SurfaceTexts
 from dsh_host.sources.base import PagedSource
@@ -210,7 +208,7 @@ class SessionQuery:
             records[session.id] = live_record(session, persisted=session.id in records)
         return sorted(records.values(), key=lambda r: (-r.created_at, r.id))
 
-    # -- paged reads (see `dsh_host.paging`) ------------------------------------------------
+    # -- paged reads (see `dsh_host.page_reads`) ------------------------------------------------
 
     async def list_page(
         self, *, agent: str | None = None, cwd: str | None = None, after: str | None = None, limit: int = 50
@@ -227,7 +225,7 @@ class SessionQuery:
         import asyncio
 
         reads = self._page_reads(agent, cwd, after, limit)
-        done = await asyncio.gather(*(asyncio.to_thread(read) for read in reads.calls))
+        done = await asyncio.gather(*(asyncio.to_thread(read) for read in reads.calls()))
         return reads.page(done)
 
     def list_page_now(
@@ -235,20 +233,14 @@ class SessionQuery:
     ) -> SessionPage:
         """`list_page` for a synchronous caller: the store and sources are read on the calling thread."""
         reads = self._page_reads(agent, cwd, after, limit)
-        return reads.page([read() for read in reads.calls])
+        return reads.page([read() for read in reads.calls()])
 
     def _page_reads(self, agent: str | None, cwd: str | None, after: str | None, limit: int) -> _PageReads:
         check_limit(limit)
         key = None if after is None else decode_cursor(after)
         with_store, names = self._listed(agent)
-        sources = self._sources()
         live = self._live_sessions() if with_store else []
-        calls: list[Callable[[], list[SessionRow]]] = []
-        if with_store:
-            calls.append(lambda: self._store().list_sessions_by_activity(limit + 1 + len(live), key, cwd))
-        for name in names:
-            calls.append(functools.partial(_source_by_activity, sources, name, limit + 1, key, cwd))
-        return _PageReads(calls, with_store, names, live, key, cwd, limit, sources)
+        return _PageReads(self._store if with_store else None, names, live, key, cwd, limit, self._sources())
 
     def _listed(self, agent: str | None) -> tuple[bool, tuple[str, ...]]:
         """Whether the store's sessions are listed, and the sources listed, for an `agent` filter."""
@@ -553,30 +545,49 @@ def _source_by_activity(
 
 @dataclass
 class _PageReads:
-    """The reads one listing page needs (`calls`: the store's first, then each source's), and their merge."""
+    """The reads one listing page needs (the store's, unless filtered out, then each source's), and their merge.
 
-    calls: list[Callable[[], list[SessionRow]]]
-    with_store: bool
+    Each read gets the first `limit + 1` rows past the key (the store's more, for the live
+    sessions it may drop), so the first `limit + 1` of their union are among them.
+    """
+
+    store: Callable[[], SessionStore] | None
     names: tuple[str, ...]
     live: list[Session]
     after: ActivityKey | None
     cwd: str | None
     limit: int
     sources: SessionSources
+    persisted: set[str] = field(default_factory=set)
+    """The live sessions the store holds (what the store's read found)."""
+
+    def calls(self) -> list[Callable[[], list[SessionRow]]]:
+        """The reads, each a blocking call: the store's first, then each source's in order."""
+        calls: list[Callable[[], list[SessionRow]]] = [] if self.store is None else [self._read_store]
+        for name in self.names:
+            read = functools.partial(_source_by_activity, self.sources, name, self.limit + 1, self.after, self.cwd)
+            calls.append(read)
+        return calls
+
+    def _read_store(self) -> list[SessionRow]:
+        assert self.store is not None  # only called when the store is listed
+        store = self.store()
+        rows = store.list_sessions_by_activity(self.limit + 1 + len(self.live), self.after, self.cwd)
+        listed = {row.id for row in rows}
+        self.persisted = {s.id for s in self.live if s.id in listed or store.has(s.id)}
+        return rows
 
     def page(self, done: list[list[SessionRow]]) -> SessionPage:
-        """The page from the reads' rows: each read holds its first `limit + 1` rows past the key (the store's
-        more, for the live sessions it may drop), so the union's first `limit + 1` are among them."""
+        """The page from the reads' rows (in the order of `calls`)."""
         records: list[SessionRecord] = []
         by_source = done
-        if self.with_store:
+        if self.store is not None:
             stored, *by_source = done
             live_ids = {session.id for session in self.live}
-            stored_ids = {row.id for row in stored}
             flags = (False, True, None, None)
             records.extend(SessionRecord._make(row + flags) for row in stored if row.id not in live_ids)
             for session in self.live:
-                record = live_record(session, persisted=session.id in stored_ids)
+                record = live_record(session, persisted=session.id in self.persisted)
                 if (self.cwd is None or record.cwd == self.cwd) and is_after(record, self.after):
                     records.append(record)
         for name, rows in zip(self.names, by_source, strict=True):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import queue
 import stat
 import threading
 import time
@@ -24,9 +25,10 @@ from pathlib import Path
 
 from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
-from dsh_sources.index import FileEntry, FileRead, SourceIndex
+from dsh_sources.index import FileEntry, FileRead, SourceIndex, process_alive
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
+from dsh_sources.spill import sweep
 from dsh_sources.transcript import TranscriptFormat
 from dsh_sources.workers import Workers, worker_count
 
@@ -44,6 +46,28 @@ _SLOTS_LOCK = threading.Lock()
 def _slot(index: Path) -> threading.Lock:
     with _SLOTS_LOCK:
         return _SLOTS.setdefault(index, threading.Lock())
+
+
+def run_alone(index: SourceIndex, lock: BuildLock, cancel: threading.Event, build: Callable[[], None]) -> bool:
+    """Run `build` as the one builder of a source (`lock`); False when another process is, or `cancel` came first.
+
+    Waiting for this process's other sources of `index` to finish their builds is cancellable:
+    a source closed meanwhile does not wait for another source's build.
+    """
+    slot = _slot(index.path)
+    while not slot.acquire(timeout=SLOT_POLL_SECONDS):
+        if cancel.is_set():
+            return False
+    try:
+        if not lock.acquire():
+            return False
+        try:
+            build()
+        finally:
+            lock.release()
+    finally:
+        slot.release()
+    return True
 
 
 @dataclass(frozen=True)
@@ -97,27 +121,11 @@ class Builder:
         self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
 
     def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
-        """Build now; False when another process is the builder or `cancel` came first (nothing was done).
-
-        Waiting for this process's other sources to finish their builds is cancellable: a source
-        closed meanwhile does not wait for another source's build.
-        """
-        slot = _slot(self.index.path)
-        while not slot.acquire(timeout=SLOT_POLL_SECONDS):
-            if cancel.is_set():
-                return False
-        try:
-            if not self._lock.acquire():
-                return False
-            try:
-                self._build(cancel, report)
-            finally:
-                self._lock.release()
-        finally:
-            slot.release()
-        return True
+        """Build now; False when another process is the builder or `cancel` came first (nothing was done)."""
+        return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
+        sweep(self.index.path.parent, process_alive)
         listed: dict[str, os.stat_result] = {}
         for path in self.format.files():
             try:
@@ -143,43 +151,53 @@ class Builder:
         grown = [task for task in tasks if task.grows]
         fresh = sorted((task for task in tasks if not task.grows), key=lambda task: -task.cost)
         batch = _Batch(self, report)
+        try:
+            stopped = self._read(grown, fresh, batch, cancel)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                batch.finish()
+            raise
+        if stopped:
+            with contextlib.suppress(Exception):
+                batch.finish()
+            self.progress = replace(self.progress, building=False)
+        else:
+            batch.finish()
+            self.progress = replace(self.progress, building=False, complete=True)
+        self._tell(report)
+
+    def _read(self, grown: list[_Task], fresh: list[_Task], batch: _Batch, cancel: threading.Event) -> bool:
+        """Read the files that changed into `batch`; True when `cancel` stopped it first."""
         for task in grown:
             if cancel.is_set():
-                return self._stop(batch, report)
+                return True
             with contextlib.suppress(OSError, ReadCancelled):
                 batch.add(read_file(self.format, task.path, task.entry, self.index, cancel), task.cost)
         try:
             for read, task in self._fresh_reads(fresh, cancel):
                 if cancel.is_set():
-                    return self._stop(batch, report)
+                    return True
                 batch.add(read, task.cost)
         except ReadCancelled:
-            return self._stop(batch, report)
-        batch.flush()
-        self.progress = replace(self.progress, building=False, complete=True)
-        self._tell(report)
+            return True
+        return False
 
     def _fresh_reads(self, tasks: list[_Task], cancel: threading.Event) -> Iterator[tuple[FileRead, _Task]]:
         count = worker_count()
         if sum(task.cost for task in tasks) < POOL_BYTES or count < 2 or len(tasks) < 2:
             for task in tasks:
                 with contextlib.suppress(OSError):
-                    yield read_file(self.format, task.path, None, None, cancel), task
+                    yield read_file(self.format, task.path, None, None, cancel, self.index.path.parent), task
             return
         by_path = {task.path: task for task in tasks}
         workers = Workers(count)
         try:
-            for result in workers.reads(self.format, [task.path for task in tasks], cancel):
+            paths = [task.path for task in tasks]
+            for result in workers.reads(self.format, paths, self.index.path.parent, cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
         finally:
             workers.close()
-
-    def _stop(self, batch: _Batch, report: Callable[[IndexProgress], None]) -> None:
-        with contextlib.suppress(Exception):
-            batch.flush()
-        self.progress = replace(self.progress, building=False)
-        self._tell(report)
 
     def _tell(self, report: Callable[[IndexProgress], None]) -> None:
         with contextlib.suppress(Exception):
@@ -188,7 +206,12 @@ class Builder:
 
 
 class _Batch:
-    """Reads waiting to be committed together."""
+    """Reads waiting to be committed together, written by a thread of their own.
+
+    The thread that gathers reads hands each full batch to the writer and goes on handing files
+    to the workers, so they keep parsing while a batch (a large file's keys, the full-text index)
+    is written. One batch waits at most while another is written, which bounds what is held.
+    """
 
     def __init__(self, builder: Builder, report: Callable[[IndexProgress], None]) -> None:
         self._builder = builder
@@ -196,6 +219,10 @@ class _Batch:
         self._reads: list[FileRead] = []
         self._cost = 0
         self._started = time.monotonic()
+        self._full: queue.Queue[tuple[list[FileRead], int] | None] = queue.Queue(maxsize=1)
+        self._failure: Exception | None = None
+        self._writer = threading.Thread(target=self._write, name=f"dsh-index-{builder.name}", daemon=True)
+        self._writer.start()
 
     def add(self, read: FileRead, cost: int) -> None:
         self._reads.append(read)
@@ -205,18 +232,38 @@ class _Batch:
             or self._cost >= BATCH_BYTES
             or time.monotonic() - self._started >= BATCH_SECONDS
         ):
-            self.flush()
+            self._hand_over()
 
-    def flush(self) -> None:
-        builder = self._builder
+    def _hand_over(self) -> None:
         if self._reads:
-            commit(builder.format, builder.index, self._reads, None)
+            self._full.put((self._reads, self._cost))
+        self._reads, self._cost = [], 0
+        self._started = time.monotonic()
+
+    def finish(self) -> None:
+        """Write what is gathered, wait for every batch to be written, and raise what writing raised."""
+        if self._writer.is_alive():
+            self._hand_over()
+            self._full.put(None)
+            self._writer.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def _write(self) -> None:
+        builder = self._builder
+        while (batch := self._full.get()) is not None:
+            if self._failure is not None:
+                continue  # taken, not written: the gatherer never waits on a writer that failed
+            reads, cost = batch
+            try:
+                commit(builder.format, builder.index, reads, None)
+            except Exception as failure:  # noqa: BLE001 - raised again in the gathering thread by `finish`
+                self._failure = failure
+                continue
             progress = builder.progress
             builder.progress = replace(
                 progress,
-                files_done=progress.files_done + len(self._reads),
-                bytes_done=min(progress.bytes_total, progress.bytes_done + self._cost),
+                files_done=progress.files_done + len(reads),
+                bytes_done=min(progress.bytes_total, progress.bytes_done + cost),
             )
             builder._tell(self._report)
-        self._reads, self._cost = [], 0
-        self._started = time.monotonic()

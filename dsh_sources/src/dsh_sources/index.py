@@ -39,7 +39,8 @@ from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.transcript import Facts, Node, Said, Update
+from dsh_sources.spill import NodeSpill
+from dsh_sources.transcript import Facts, Node, Said, StoreRead, Update
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
@@ -341,9 +342,17 @@ class SourceIndex:
         A read that went on from an entry another write has replaced since is not applied: its
         path is returned, to be read again.
         """
+        reads = list(reads)
+        try:
+            return self._put_all(reads)
+        finally:
+            for read in reads:
+                if isinstance(read.update.nodes, NodeSpill):
+                    read.update.nodes.discard()
+
+    def _put_all(self, reads: list[FileRead]) -> list[str]:
         conn = self._connection()
         stale: list[str] = []
-        reads = list(reads)
         with self._transaction(conn):
             known: set[bytes] = set()
             for start in range(0, len(reads), _BATCH):
@@ -373,11 +382,15 @@ class SourceIndex:
         files: list[tuple[object, ...]] = []
         sessions: list[tuple[object, ...]] = []
         nodes: list[tuple[object, ...]] = []
+        spilled: list[tuple[int, Update]] = []
         messages: list[tuple[object, ...]] = []
         texts: list[tuple[int, str | bytes]] = []
         for file, read in enumerate(reads, next_file):
             files.append((file, self.source, os.fsencode(read.path), *_file_values(read)))
-            nodes.extend(_node_values(file, read.update))
+            if isinstance(read.update.nodes, NodeSpill):
+                spilled.append((file, read.update))  # streamed from its file below, never all in memory
+            else:
+                nodes.extend(_node_values(file, read.update))
             facts = read.update.facts
             if facts is None:
                 continue
@@ -393,6 +406,8 @@ class SourceIndex:
         )
         conn.executemany(_INSERT_SESSION, sessions)
         conn.executemany(_INSERT_NODE, nodes)
+        for file, update in spilled:
+            conn.executemany(_INSERT_NODE, _node_values(file, update))
         conn.executemany(_INSERT_MESSAGE, messages)
         conn.executemany(_INSERT_TEXT, texts)
 
@@ -444,6 +459,72 @@ class SourceIndex:
         conn.executemany(_INSERT_MESSAGE, messages)
         conn.executemany(_INSERT_TEXT, texts)
         return True
+
+    # -- stores: many sessions in one file ----------------------------------------------------
+
+    def store_state(self, path: str) -> Json | None:
+        """What the last `put_store` of `path` recorded (signature, marks, skipped, problem), or None."""
+        entry = self.file(path)
+        return None if entry is None else self.state(entry.pk)
+
+    def put_store(self, read: StoreRead) -> None:
+        """Write a read of a store: its sessions read again replace theirs, those no longer in it go.
+
+        The store is one row of `files` (its `state` holds the read's signature, marks, skipped
+        counts and problem) and each of its sessions a row of `sessions` keyed by (file, agent
+        id). A read with a problem changes only the recorded problem (and forgets the signature,
+        so the next check reads it again): its sessions stay as they were.
+        """
+        conn = self._connection()
+        with self._transaction(conn):
+            row = conn.execute(
+                "SELECT pk, state FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(read.path))
+            ).fetchone()
+            before: Json = json.loads(row[1]) if row is not None and row[1] else {}
+            problem = read.problem
+            skipped = {  # a session not read again keeps its count; the store's own ("") is counted anew
+                held: count
+                for held, count in (before.get("skipped") or {}).items()
+                if held and held in read.marks and held not in read.sessions
+            }
+            state: Json = {
+                "signature": None if problem else read.signature,
+                "marks": before.get("marks", {}) if problem else read.marks,
+                "skipped": before.get("skipped", {}) if problem else {**skipped, **read.skipped},
+                "problem": problem,
+            }
+            dev, ino, size, mtime_ns = (*(read.signature or ())[:4], 0, 0, 0, 0)[:4]
+            values = (dev, ino, size, mtime_ns, json.dumps(state, separators=(",", ":")))
+            if row is None:
+                file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
+                conn.execute(
+                    "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, "
+                    "state, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, x'', x'', ?, 0)",
+                    (file, self.source, os.fsencode(read.path), *values),
+                )
+            else:
+                file = row[0]
+                conn.execute(
+                    "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, state = ?, "
+                    "generation = generation + 1 WHERE pk = ?",
+                    (*values, file),
+                )
+            if problem is None:
+                held = dict(conn.execute("SELECT agent_id, pk FROM sessions WHERE file = ?", (file,)).fetchall())
+                for agent_id, session in held.items():
+                    if agent_id not in read.marks or agent_id in read.sessions:
+                        self._forget_session(conn, session)
+                self._put_store_sessions(conn, file, read)
+            conn.execute(_STAMP, (self.source,))
+
+    def _put_store_sessions(self, conn: sqlite3.Connection, file: int, read: StoreRead) -> None:
+        next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
+        for session, (facts, messages) in enumerate(read.sessions.values(), next_session):
+            conn.execute(_INSERT_SESSION, _session_values(session, file, facts))
+            first = session << ORD_BITS
+            rows = message_rows(messages)[: 1 << ORD_BITS]
+            conn.executemany(_INSERT_MESSAGE, [(first + row[0], *row[1:8]) for row in rows])
+            conn.executemany(_INSERT_TEXT, [(first + row[0], row[8]) for row in rows])
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""
@@ -507,7 +588,7 @@ class SourceIndex:
         if row is None:
             return None
         done, total, bytes_done, bytes_total, running, pid = row
-        if running and pid != os.getpid() and not _alive(pid):
+        if running and pid != os.getpid() and not process_alive(pid):
             running = 0  # its builder was killed: what it committed stays, the next build goes on
         return IndexProgress(done, total, bytes_done, bytes_total, bool(running), not running and done >= total)
 
@@ -623,6 +704,9 @@ class StoredFile:
     def messages(self, start: int, stop: int) -> list[Said]:
         return [] if self._session is None else self._index.messages(self._session, start, stop)
 
+    def spill(self) -> None:
+        return None  # reading on from the offset: the new records are few
+
     def turn_starts(self, before: int, limit: int) -> list[int]:
         if self._session is None or before <= 0 or limit <= 0:
             return []
@@ -635,10 +719,20 @@ class StoredFile:
 
 
 class NothingStored:
-    """The `transcript.Stored` of a file read from its start (`keeps_nodes`: see `reading.KEYED_BYTES`)."""
+    """The `transcript.Stored` of a file read from its start (`keeps_nodes`: see `reading.KEYED_BYTES`).
 
-    def __init__(self, keeps_nodes: bool = True) -> None:
+    With `spill_dir`, a read that keeps nodes may spill them to a `NodeSpill` there (made on first ask).
+    """
+
+    def __init__(self, keeps_nodes: bool = True, spill_dir: Path | None = None) -> None:
         self.keeps_nodes = keeps_nodes
+        self._spill_dir = spill_dir if keeps_nodes else None
+        self.spilled: NodeSpill | None = None
+
+    def spill(self) -> NodeSpill | None:
+        if self.spilled is None and self._spill_dir is not None:
+            self.spilled = NodeSpill.create(self._spill_dir)
+        return self.spilled
 
     def nodes(self, keys: Sequence[str]) -> dict[str, Node]:
         return {}
@@ -659,8 +753,11 @@ def _file_entry(row: tuple[int, bytes, int, int, int, int, int, int, bytes, byte
     return FileEntry(pk, os.fsdecode(path), seen, generation, skipped, oversized, bool(keyed))
 
 
-def _node_values(file: int, update: Update) -> list[tuple[object, ...]]:
-    return [(file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in update.nodes]
+def _node_values(file: int, update: Update) -> Iterator[tuple[object, ...]]:
+    nodes = update.nodes
+    if isinstance(nodes, NodeSpill):
+        return ((file, *row) for row in nodes.rows())
+    return ((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in nodes)
 
 
 def _session_values(session: int, file: int, facts: Facts) -> tuple[object, ...]:
@@ -752,7 +849,8 @@ def _current(conn: sqlite3.Connection, source: str, projection: int) -> bool:
     return row is not None and row[0] == projection
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this pid runs (one of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _BLOCK_BYTES = 1024 * 1024
 
-_decode = json.JSONDecoder().decode
+_DECODER = json.JSONDecoder()
+_decode = _DECODER.decode
+_scan: Callable[[str, int], tuple[JsonValue, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""The scanner `decode` parses with (typeshed does not name it): `decode` is this plus checks of
+the whitespace around the value, which the agents never write, so a line is scanned directly and
+only one that does not scan whole is handed to `decode` to decide."""
 
 
 class ReadCancelled(Exception):
@@ -89,11 +94,18 @@ class JsonLines:
             if end <= start:
                 pending, dropping = _held(block[start:], limit)
                 continue
+            self.consumed += end - start
             for line in block[start : end - 1].split(b"\n"):
-                self.consumed += len(line) + 1
-                record = self._record(line)
-                if record is not None:
-                    yield record
+                try:  # this loop runs once per line of gigabytes: a whole JSON object takes one call
+                    text = line.decode("utf-8", "surrogatepass")
+                    record, stop = _scan(text, 0)
+                    if stop != len(text) or type(record) is not dict:
+                        raise ValueError
+                except (StopIteration, ValueError, RecursionError):
+                    record = self._record(line)
+                    if record is None:
+                        continue
+                yield record
             pending, dropping = _held(block[end:], limit)
 
     def _record(self, line: bytes) -> dict[str, JsonValue] | None:
@@ -113,3 +125,28 @@ class JsonLines:
 def _held(rest: bytes, limit: int) -> tuple[bytes, int]:
     """What to keep of a line's start (and how much of it is passed over when it is already too long)."""
     return (b"", len(rest)) if len(rest) > limit else (rest, 0)
+
+
+class JsonDocument(JsonLines):
+    """A file whose whole content, from its current position, is one JSON object (Gemini CLI's files up to v0.38).
+
+    The agent rewrites such a file whole, so it is read whole every time: one record, or a skipped
+    count of one when the content is not a JSON object (cut short, garbage, or over `limit` bytes,
+    which are passed over unread and counted `oversized`). A blank file holds nothing yet.
+    """
+
+    def __iter__(self) -> Iterator[dict[str, JsonValue]]:
+        if self._cancel is not None and self._cancel.is_set():
+            raise ReadCancelled
+        data = self._file.read(self._limit + 1)
+        if len(data) > self._limit:
+            while block := self._file.read(_BLOCK_BYTES):
+                self.consumed += len(block)
+            self.consumed += len(data)
+            self.skipped += 1
+            self.oversized += 1
+            return
+        self.consumed = len(data)
+        record = self._record(data)
+        if record is not None:
+            yield record

@@ -16,6 +16,7 @@ import hashlib
 import os
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_sources.index import FileEntry, FileRead, NothingStored, Observed, SourceIndex
@@ -66,22 +67,32 @@ def read_file(
     entry: FileEntry | None,
     index: SourceIndex | None,
     cancel: threading.Event | None = None,
+    spill_dir: Path | None = None,
 ) -> FileRead:
     """Read `path` on from `entry` when it only grew (with `index` giving what is stored), else from its start.
 
-    OSError when the file cannot be opened or read; `lines.ReadCancelled` when `cancel` is set.
+    A read from the start of a large file may keep its record keys in a `NodeSpill` in
+    `spill_dir` (by default the index's folder; without either, in memory). OSError when the file
+    cannot be opened or read; `lines.ReadCancelled` when `cancel` is set.
     """
+    if spill_dir is None and index is not None:
+        spill_dir = index.path.parent
     with open(path, "rb") as file:
         fd = file.fileno()
         info = os.fstat(fd)
-        from_start = NothingStored(info.st_size >= KEYED_BYTES)
         if entry is not None and index is not None and grew(entry, fd, info):
             try:
                 state = index.state(entry.pk)
                 return _read(fmt, path, file, info, entry, state, index.stored(entry.pk), entry.seen.offset, cancel)
             except Reread:
                 pass
-        return _read(fmt, path, file, info, entry, None, from_start, 0, cancel)
+        from_start = NothingStored(info.st_size >= KEYED_BYTES, spill_dir)
+        try:
+            return _read(fmt, path, file, info, entry, None, from_start, 0, cancel)
+        except BaseException:
+            if from_start.spilled is not None:
+                from_start.spilled.discard()
+            raise
 
 
 def _project(
@@ -94,10 +105,16 @@ def _project(
 ) -> tuple[Update, JsonLines]:
     """Feed the file's lines from its position to a projector going on from `state`; its update and the lines read."""
     projector = fmt.projector(path, state, stored)
-    lines = JsonLines(file, cancel=cancel)
+    lines = _records(fmt, path)(file, cancel=cancel)
     for record in lines:
         projector.feed(record)
     return projector.finish(), lines
+
+
+def _records(fmt: TranscriptFormat, path: str) -> type[JsonLines]:
+    """How `path` holds its records: JSON lines, unless its format says otherwise (an optional `records(path)`)."""
+    records = getattr(fmt, "records", None)
+    return JsonLines if records is None else records(path)
 
 
 def commit(fmt: TranscriptFormat, index: SourceIndex, reads: list[FileRead], cancel: threading.Event | None) -> None:

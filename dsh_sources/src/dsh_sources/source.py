@@ -1,4 +1,4 @@
-"""`TranscriptSource`: one agent's session files as a read-only `dsh_host.SessionSource`.
+"""`AgentSource`: one agent's sessions as a read-only `dsh_host.SessionSource` (`TranscriptSource` for JSONL files).
 
 Every answer comes from the index (`index.SourceIndex`), never from parsing a whole file again:
 a listing or search first brings the index up to date (`build.Builder`: only files that changed
@@ -7,6 +7,10 @@ session's file up to date, then reads its stored messages. In the background (th
 `dsh mcp`: `build_index(background=True)`) the build runs in a thread and listings and searches
 answer at once from what is indexed so far, while a read of a session not indexed yet reads that
 one session's file itself.
+
+How the index is brought up to date depends on how the agent keeps its sessions (`Updates`):
+one session a file (`TranscriptSource`, whose `FileUpdates` is the `build.Builder` of JSONL
+transcripts), or many sessions in one store such as a database (`stores.StoreUpdates`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from dsh_host import (
     CandidateRow,
@@ -48,13 +52,15 @@ from dsh_sources.build import Builder
 from dsh_sources.index import FileRead, SessionEntry, SourceIndex, index_path
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
-from dsh_sources.transcript import TranscriptFormat
+from dsh_sources.stores import StoreUpdates
+from dsh_sources.transcript import AgentFormat, StoreFormat, TranscriptFormat
 
 if TYPE_CHECKING:
     import asyncio
 
-    from dsh_host import Agent, Event, Host, SurfacePage, SurfaceSnapshot, SurfaceTexts
+    from dsh_host import Agent, Event, Host, SurfaceSnapshot, SurfaceTexts
     from dsh_host.hookspecs import SourceFactory
+    from dsh_host.paging import SurfacePage
     from dsh_host.ui import AtToken, MentionCompletion
 
 _INTERACTIVE: weakref.WeakSet[Host] = weakref.WeakSet()
@@ -65,8 +71,67 @@ RECHECK_SECONDS = 1.0
 calls, as the `@` menu and `dsh mcp` make, stats the agents' files once)."""
 
 
-class TranscriptSource:
-    """The sessions of one agent (`fmt`), indexed in `index`, under ids `<name>:<agent id>`.
+class Updates(Protocol):
+    """How a source brings its index up to date: a whole build, or the files of some sessions."""
+
+    progress: IndexProgress
+    """How far the build in this process is."""
+
+    def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
+        """Build now; False when another process is the builder or `cancel` came first."""
+        ...
+
+    def update(self, paths: list[str], cancel: threading.Event) -> bool:
+        """Read what changed of these files and forget those that are gone; whether the index changed."""
+        ...
+
+    def reports(self, agent_id: str | None) -> list[tuple[str, str | None, int, int]]:
+        """(path, agent id, skipped, oversized) of what was left out (of one session's files, or all)."""
+        ...
+
+    def problems(self) -> list[str]:
+        """Files the last reads could not read at all, one line each (from the index: nothing is read)."""
+        ...
+
+    def rank(self, path: str) -> int:
+        """Of two files holding one session, the one of higher rank serves it (then the one active last)."""
+        ...
+
+
+class FileUpdates(Builder):
+    """The `Updates` of an agent keeping one session a file (`TranscriptFormat`): builds, and reads of single files."""
+
+    def update(self, paths: list[str], cancel: threading.Event) -> bool:
+        gone: list[str] = []
+        reads: list[FileRead] = []
+        for path in paths:
+            entry = self.index.file(path)
+            try:
+                if entry is None or not unchanged(entry, os.stat(path)):
+                    reads.append(read_file(self.format, path, entry, self.index, cancel))
+            except FileNotFoundError:
+                gone.append(path)
+            except (OSError, ReadCancelled):
+                continue
+        if reads:
+            commit(self.format, self.index, reads, cancel)
+        if gone:
+            self.index.forget(gone)
+        return bool(reads or gone)
+
+    def reports(self, agent_id: str | None) -> list[tuple[str, str | None, int, int]]:
+        return self.index.reports(agent_id)
+
+    def problems(self) -> list[str]:
+        return []
+
+    def rank(self, path: str) -> int:
+        return 0
+
+
+class AgentSource:
+    """The sessions of one agent (`fmt`), indexed in `index` and kept up to date by `updates`, under ids
+    `<name>:<agent id>`.
 
     `display_name` is the name a person knows the agent by (`Claude Code`; default: `name`).
     """
@@ -74,8 +139,9 @@ class TranscriptSource:
     def __init__(
         self,
         name: str,
-        fmt: TranscriptFormat,
+        fmt: AgentFormat,
         index: SourceIndex,
+        updates: Updates,
         *,
         background: bool = False,
         display_name: str | None = None,
@@ -88,7 +154,7 @@ class TranscriptSource:
         self.index = index
         self._prefix = name + ":"
         self._background = background
-        self._builder = Builder(name, fmt, index)
+        self._builder = updates
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
         self._closed = threading.Event()
@@ -162,9 +228,10 @@ class TranscriptSource:
         if cache is not None and cache[0] == stamp:
             return cache[1], cache[2], cache[3]
         chosen: dict[str, SessionEntry] = {}
+        rank = self._builder.rank
         for entry in self.index.sessions():
             held = chosen.get(entry.agent_id)
-            if held is None or _latest(entry) > _latest(held):
+            if held is None or (rank(entry.path), *_latest(entry)) > (rank(held.path), *_latest(held)):
                 chosen[entry.agent_id] = entry
         titles = self.format.titles()
         entries = {self._prefix + agent_id: _titled(entry, titles) for agent_id, entry in chosen.items()}
@@ -183,26 +250,12 @@ class TranscriptSource:
             found = self.index.sessions_of(agent_id)
         if not found:
             raise SessionNotFound(session_id)
-        return _titled(max(found, key=_latest), self.format.titles())
+        rank = self._builder.rank
+        return _titled(max(found, key=lambda entry: (rank(entry.path), *_latest(entry))), self.format.titles())
 
     def _update_files(self, paths: list[str]) -> bool:
         """Read what changed of these files and forget those that are gone; whether the index changed."""
-        gone: list[str] = []
-        reads: list[FileRead] = []
-        for path in paths:
-            entry = self.index.file(path)
-            try:
-                if entry is None or not unchanged(entry, os.stat(path)):
-                    reads.append(read_file(self.format, path, entry, self.index, self._closed))
-            except FileNotFoundError:
-                gone.append(path)
-            except (OSError, ReadCancelled):
-                continue
-        if reads:
-            commit(self.format, self.index, reads, self._closed)
-        if gone:
-            self.index.forget(gone)
-        return bool(reads or gone)
+        return self._builder.update(paths, self._closed)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -303,9 +356,9 @@ class TranscriptSource:
     def check(self, session_id: str | None = None) -> list[SourceFileReport]:
         if session_id is None:
             self.refresh()
-            rows = self.index.reports()
+            rows = self._builder.reports(None)
         else:
-            rows = self.index.reports(self._entry(session_id).agent_id)
+            rows = self._builder.reports(self._entry(session_id).agent_id)
         return [
             SourceFileReport(path, None if agent is None else self._prefix + agent, skipped, over)
             for path, agent, skipped, over in rows
@@ -377,7 +430,7 @@ class TranscriptSource:
         """A folder set as `[sources.<name>] dir` that does not exist (a default one that does not is no problem)."""
         folder = self._configured
         if folder is None or folder.is_dir():
-            return []
+            return self._builder.problems()
         shown = json.dumps(str(folder), ensure_ascii=False)
         return [f"dir = {shown} does not exist (set in [sources.{self.name}]): no sessions are read"]
 
@@ -387,6 +440,25 @@ class TranscriptSource:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self.index.close()
+
+
+class TranscriptSource(AgentSource):
+    """The sessions of an agent keeping one session a file (`TranscriptFormat`), kept up to date by `FileUpdates`."""
+
+    def __init__(
+        self,
+        name: str,
+        fmt: TranscriptFormat,
+        index: SourceIndex,
+        *,
+        background: bool = False,
+        display_name: str | None = None,
+        configured: Path | None = None,
+    ) -> None:
+        updates = FileUpdates(name, fmt, index)
+        super().__init__(
+            name, fmt, index, updates, background=background, display_name=display_name, configured=configured
+        )
 
 
 def _surface_text(message: SourceMessage) -> SurfaceText:
@@ -440,6 +512,15 @@ class _Names:
 
 
 FormatFactory = Callable[[Path], TranscriptFormat]
+StoreFormatFactory = Callable[[Path], StoreFormat]
+
+
+class _Options(TypedDict):
+    """How a registered source is opened: in the background or not, its display name, its configured folder."""
+
+    background: bool
+    display_name: str | None
+    configured: Path | None
 
 
 def register_source(
@@ -449,6 +530,7 @@ def register_source(
     home: tuple[str, str],
     projection: int,
     display_name: str | None = None,
+    variable_is_home: bool = False,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
@@ -456,25 +538,62 @@ def register_source(
     environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
     format's projection rules: raise it when they change, and the files are read again.
     `display_name` is the agent's name as people know it (`Claude Code`), which views show
-    beside its sessions (default: `name`).
+    beside its sessions (default: `name`). With `variable_is_home` the variable names a home
+    directory in place of the user's, the folder being `home[1]` in it (Gemini CLI's `GEMINI_CLI_HOME`).
     """
-    table_name = f"sources.{name}"
     variable, default = home
 
-    def open_source(host: Host, table: dict[str, Any]) -> TranscriptSource:
+    def folder() -> Path:
+        configured = os.environ.get(variable)
+        if variable_is_home and configured:
+            configured = os.path.join(configured, default)
+        return Path(configured).expanduser() if configured else Path.home() / default
+
+    def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
+        return TranscriptSource(name, make_format(folder), index, **options)
+
+    _register(register, name, folder, open_source, projection, display_name)
+
+
+def register_store_source(
+    register: Callable[[str, SourceFactory], None],
+    name: str,
+    make_format: StoreFormatFactory,
+    home: Callable[[], Path],
+    projection: int,
+    display_name: str | None = None,
+) -> None:
+    """Register `name` as a source of the stores (many sessions in one file) of `make_format(folder)`.
+
+    As `register_source`, but the agent keeps many sessions in one database (`StoreFormat`), and
+    its data folder, unless `[sources.<name>] dir` names one, is what `home()` says.
+    """
+
+    def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
+        fmt = make_format(folder)
+        return AgentSource(name, fmt, index, StoreUpdates(name, fmt, index), **options)
+
+    _register(register, name, home, open_source, projection, display_name)
+
+
+def _register(
+    register: Callable[[str, SourceFactory], None],
+    name: str,
+    home: Callable[[], Path],
+    make_source: Callable[[Path, SourceIndex, _Options], AgentSource],
+    projection: int,
+    display_name: str | None,
+) -> None:
+    table_name = f"sources.{name}"
+
+    def open_source(host: Host, table: dict[str, Any]) -> AgentSource:
         reject_unknown(table_name, table, ("dir",))
         explicit = read_str(table_name, table, "dir", None)
-        configured = explicit or os.environ.get(variable)
-        folder = Path(configured).expanduser() if configured else Path.home() / default
-        index = SourceIndex(index_path(host.data_dir), name, projection)
-        return TranscriptSource(
-            name,
-            make_format(folder),
-            index,
-            background=host in _INTERACTIVE,
-            display_name=display_name,
-            configured=folder if explicit else None,
+        folder = Path(explicit).expanduser() if explicit else home()
+        options = _Options(
+            background=host in _INTERACTIVE, display_name=display_name, configured=folder if explicit else None
         )
+        return make_source(folder, SourceIndex(index_path(host.data_dir), name, projection), options)
 
     register(name, open_source)
 
@@ -504,7 +623,7 @@ class IndexingNotice:
         if token.quoted or self._name not in sources.names:
             return []
         source = await asyncio.to_thread(sources.get, self._name)
-        if not isinstance(source, TranscriptSource):
+        if not isinstance(source, AgentSource):
             return []
         read = await asyncio.to_thread(self._how_far, source)
         if read is None:
@@ -521,7 +640,7 @@ class IndexingNotice:
         ]
 
     @staticmethod
-    def _how_far(source: TranscriptSource) -> str | None:
+    def _how_far(source: AgentSource) -> str | None:
         """How far the source's build is, for the line (None: no build worth a line)."""
         progress = source.build_index(background=True)
         if progress.complete or not progress.building:

@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from dsh_host.sources import SourceMessage
 from dsh_host.text import shorten_text
+from dsh_sources.spill import NodeSpill
 
 if TYPE_CHECKING:
+    import threading
+
     from dsh_host.hookspecs import Json, JsonValue
 
 TITLE_CHARS = 80
@@ -75,7 +78,8 @@ class Update:
 
     `facts` is None when the file holds no session. The session's messages become the first
     `keep` stored ones followed by `tail`. `cut`, when not None, takes every node placed after
-    that position off the chain (-1: all of them) before `nodes` are written over what is stored.
+    that position off the chain (-1: all of them) before `nodes` are written over what is stored
+    (held in memory, or in the read's `NodeSpill` when it spilled them).
     `state` is what the projector needs to go on from here.
     """
 
@@ -84,7 +88,7 @@ class Update:
     keep: int
     tail: tuple[Said, ...]
     cut: int | None = None
-    nodes: tuple[Node, ...] = ()
+    nodes: tuple[Node, ...] | NodeSpill = ()
 
 
 class Reread(Exception):
@@ -113,6 +117,13 @@ class Stored(Protocol):
         """The positions of the last `limit` typed prompts before `before`, newest first."""
         ...
 
+    def spill(self) -> NodeSpill | None:
+        """Where a read from the file's start may keep its nodes instead of memory (None: keep them in memory).
+
+        The same spill on every call of one read; it is the projector's to fill and hand on in `Update.nodes`.
+        """
+        ...
+
 
 class Projector(Protocol):
     """One read of a file's new records."""
@@ -126,26 +137,75 @@ class Projector(Protocol):
         ...
 
 
-class TranscriptFormat(Protocol):
-    """One agent's session files: where they are and how their records are projected."""
+class AgentFormat(Protocol):
+    """What a source asks of any agent's format: its provider name, where a session is, its outside titles."""
 
     provider: str
     """The agent, as the provenance `provider` of its assistant messages."""
 
-    def files(self) -> Iterator[str]:
-        """Every file that may hold a session (a missing folder holds none)."""
-        ...
-
     def locate(self, agent_id: str) -> list[str]:
         """The files that may hold the session the agent calls `agent_id` (without listing them all)."""
+        ...
+
+    def titles(self) -> Mapping[str, str]:
+        """Titles the agent keeps outside its session files, by its own session id."""
+        ...
+
+
+class TranscriptFormat(AgentFormat, Protocol):
+    """One agent's session files, one session a file: where they are and how their records are projected."""
+
+    def files(self) -> Iterator[str]:
+        """Every file that may hold a session (a missing folder holds none)."""
         ...
 
     def projector(self, path: str, state: Json | None, stored: Stored) -> Projector:
         """A projector of `path`'s records, going on from `state` (None: from the first byte)."""
         ...
 
-    def titles(self) -> Mapping[str, str]:
-        """Titles the agent keeps outside its session files, by its own session id."""
+
+@dataclass(frozen=True)
+class StoreRead:
+    """What reading a store (one file or folder holding many sessions, such as a database) found.
+
+    `signature` is how the store looked when read (None: it has none that is cheap to take, and
+    every check reads its marks). `marks` holds a mark of every session it holds now, by agent
+    id: a session whose mark did not move since the last read was not read again. `sessions`
+    holds each session read again (its facts and current messages); a session of the last read
+    that is not in `marks` is gone. `skipped` counts the records left out of the sessions read
+    again, by agent id (`""`: records of no session, counted at every read). `problem`, when set,
+    says why the store could not be read at all: what the index holds of it stays as it was.
+    """
+
+    path: str
+    signature: tuple[int, ...] | None
+    marks: dict[str, str]
+    sessions: dict[str, tuple[Facts, tuple[Said, ...]]]
+    skipped: dict[str, int]
+    problem: str | None = None
+
+
+class StoreFormat(AgentFormat, Protocol):
+    """One agent's stores, each holding many sessions (OpenCode's database, its older folder of JSON files)."""
+
+    def stores(self) -> Iterator[str]:
+        """Every store there is now (a missing folder holds none)."""
+        ...
+
+    def signature(self, path: str) -> tuple[int, ...] | None:
+        """How the store looks now, cheaply (sizes, times): an unchanged signature needs no read; None: always read."""
+        ...
+
+    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
+        """Read the store: every session's mark, and the sessions whose mark is not the one in `marks`.
+
+        Never raises for what is in the store: a store that cannot be read is a `StoreRead` with a
+        `problem`. `cancel`, checked between sessions, stops the read with `lines.ReadCancelled`.
+        """
+        ...
+
+    def rank(self, path: str) -> int:
+        """Of two stores holding one session, the one of higher rank serves it (then the one active last)."""
         ...
 
 
@@ -167,26 +227,48 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
 _DAYS: dict[str, int | None] = {}
 """Milliseconds at midnight UTC of each date seen in a canonical timestamp (None: not a date)."""
+_minute: tuple[str, bool, int | None] = ("", False, None)
+"""The minute the last canonical timestamp fell in (`YYYY-MM-DDTHH:MM:`): whether it has the canonical
+form, and its milliseconds (None: not a time). A transcript's records come seconds apart."""
+
+
+def _minute_ms(head: str) -> tuple[str, bool, int | None]:
+    hours, minutes = head[11:13], head[14:16]
+    if not (head.isascii() and (hours + minutes).isdigit()):
+        return head, False, None
+    day = _DAYS.get(head[:10], -1)
+    if day == -1:
+        day = _DAYS[head[:10]] = _day_ms(head[:10])
+    if day is None or int(hours) > 23 or int(minutes) > 59:
+        return head, True, None
+    return head, True, day + (int(hours) * 60 + int(minutes)) * 60_000
 
 
 def iso_ms(value: JsonValue) -> int | None:
     """An ISO 8601 timestamp (`2025-01-02T03:04:05.678Z`) in milliseconds, or None.
 
-    The form the agents write (UTC, milliseconds, `Z`) is read without a datetime per call: a
-    transcript holds one per record.
+    The form the agents write (UTC, milliseconds, `Z`) is read without a datetime per call, and
+    its minute is worked out once for the records that fall in it: a transcript holds a
+    timestamp per record.
     """
+    global _minute
     if not isinstance(value, str) or not value:
         return None
-    if len(value) == 24 and value[10] == "T" and value[19] == "." and value[23] == "Z" and value.isascii():
-        clock = value[11:13], value[14:16], value[17:19], value[20:23]
-        if value[13] == value[16] == ":" and all(part.isdigit() for part in clock):
-            hours, minutes, seconds, millis = map(int, clock)
-            day = _DAYS.get(value[:10], -1)
-            if day == -1:
-                day = _DAYS[value[:10]] = _day_ms(value[:10])
-            if day is None or hours > 23 or minutes > 59 or seconds > 59:
-                return None
-            return max(0, day + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis)
+    if (
+        len(value) == 24
+        and value[23] == "Z"
+        and value[19] == "."
+        and value[16] == value[13] == ":"
+        and value[10] == "T"
+    ):
+        minute = _minute
+        if minute[0] != value[:17]:
+            minute = _minute = _minute_ms(value[:17])
+        clock = value[17:19] + value[20:23]  # SSmmm
+        if minute[1] and clock.isascii() and clock.isdigit():
+            start = minute[2]
+            number = int(clock)
+            return None if start is None or number >= 60_000 else max(0, start + number)
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)

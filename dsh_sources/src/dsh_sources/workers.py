@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import IO
 
 from dsh_sources.index import FileRead, message_rows
@@ -70,9 +71,9 @@ def serve() -> None:
         except EOFError:
             return
         assert isinstance(task, tuple)
-        fmt, path = task
+        fmt, path, spill_dir = task
         try:
-            answer: FileRead | str = _portable(read_file(fmt, path, None, None))
+            answer: FileRead | str = _portable(read_file(fmt, path, None, None, spill_dir=spill_dir))
         except OSError:
             answer = path
         _send(stdout, answer)
@@ -89,8 +90,12 @@ class Workers:
             for _ in range(count)
         ]
 
-    def reads(self, fmt: TranscriptFormat, paths: list[str], cancel: threading.Event) -> Iterator[FileRead | str]:
+    def reads(
+        self, fmt: TranscriptFormat, paths: list[str], spill_dir: Path, cancel: threading.Event
+    ) -> Iterator[FileRead | str]:
         """Read each path from its start in a worker (handed out in the order given); a read or the unreadable path.
+
+        A worker keeps the record keys of a large file in a `spill.NodeSpill` in `spill_dir`.
 
         Each worker holds `IN_FLIGHT` tasks, so it goes on parsing while the builder writes what came back.
         """
@@ -101,7 +106,7 @@ class Workers:
         def hand_out(process: subprocess.Popen[bytes]) -> None:
             assert process.stdin is not None
             while pending and held[process] < IN_FLIGHT and not cancel.is_set():
-                _send(process.stdin, (fmt, pending.pop()))
+                _send(process.stdin, (fmt, pending.pop(), spill_dir))
                 held[process] += 1
 
         try:

@@ -22,9 +22,11 @@ projected by the general walk over every record and read whole whenever it grows
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,7 @@ from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
 from dsh_sources.claude_code import NAME
 from dsh_sources.reading import read_whole
+from dsh_sources.spill import NodeSpill, SpilledRow
 from dsh_sources.transcript import (
     Facts,
     Node,
@@ -53,6 +56,8 @@ PROJECTION = 2
 """The version of this module's projection rules: raise it when they change (the index reads files again)."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
+WINDOW = 4096
+"""Records a read that spills keeps in memory (the latest: the ones new records point at)."""
 _INJECTED = (
     "<command-name>",
     "<command-message>",
@@ -95,6 +100,8 @@ def _texts(content: JsonValue, *, typed: bool) -> tuple[str, ...]:
         blocks: list[JsonValue] = [content]
     elif isinstance(content, list):
         blocks = [b.get("text") for b in content if type(b) is dict and b.get("type") == "text"]
+        if not blocks:  # tool results and tool calls: most records
+            return ()
     else:
         return ()
     keep = _typed if typed else _shows
@@ -118,22 +125,25 @@ class _Node:
         "visible",
     )
 
-    def __init__(self, uuid: str, record: dict[str, JsonValue], index: int) -> None:
+    def __init__(self, uuid: str, kind: str, record: dict[str, JsonValue], index: int) -> None:
+        # Called for every chain record of gigabytes: each key is looked up once.
         self.uuid = uuid
         parent = record.get("parentUuid")
         self.parent = parent if isinstance(parent, str) else None
         self.index = index
         self.time = 0
-        kind = record.get("type")
-        self.visible = kind in ("user", "assistant")
-        self.main = self.visible and not (record.get("isSidechain") or record.get("teamName") or record.get("isMeta"))
+        self.visible = visible = kind == "user" or kind == "assistant"
+        sidechain, meta = record.get("isSidechain"), record.get("isMeta")
+        self.main = visible and not (sidechain or meta or record.get("teamName"))
         self.role: str | None = None
         self.texts: tuple[str, ...] = ()
         self.checkpoint = False
         self.message_id: str | None = None
         self.model = "unknown"
+        if not visible or meta or sidechain:
+            return
         message = record.get("message")
-        if not self.visible or type(message) is not dict or record.get("isMeta") or record.get("isSidechain"):
+        if type(message) is not dict:
             return
         if kind == "user":
             if record.get("isCompactSummary"):
@@ -147,6 +157,21 @@ class _Node:
             message_id, model = message.get("id"), message.get("model")
             self.message_id = message_id if isinstance(message_id, str) else None
             self.model = model if isinstance(model, str) and model else "unknown"
+
+    def spilled(self) -> SpilledRow:
+        """The record as a `NodeSpill` keeps it."""
+        info = (self.time, self.visible, self.main, self.role, self.texts, self.checkpoint, self.message_id, self.model)
+        return self.uuid, self.parent, self.index, self.role is not None, marshal.dumps(info)
+
+    @classmethod
+    def restored(cls, row: SpilledRow) -> _Node:
+        """A record back from a `NodeSpill`."""
+        node = cls.__new__(cls)
+        node.uuid, node.parent, node.index, _, info = row
+        (node.time, node.visible, node.main, node.role, node.texts, node.checkpoint, node.message_id, node.model) = (
+            marshal.loads(info)
+        )
+        return node
 
 
 def _walk_back(nodes: dict[str, _Node], uuid: str) -> Iterator[tuple[str, _Node]]:
@@ -264,6 +289,8 @@ class _Projector:
         self._last_visible: _Node | None = None
         if self._disorder:
             raise Reread
+        # A read from the start of a large file keeps only the latest records in memory.
+        self._spill = stored.spill() if self._fresh and stored.keeps_nodes else None
 
     def feed(self, record: dict[str, JsonValue]) -> None:
         index = self._n
@@ -278,15 +305,18 @@ class _Projector:
         if isinstance(ai, str) and ai.strip():
             self._ai = ai
         kind = record.get("type")
-        summary = record.get("summary")
-        if kind == "summary" and isinstance(summary, str) and summary.strip():
-            self._summary = summary
+        if kind == "summary":
+            summary = record.get("summary")
+            if isinstance(summary, str) and summary.strip():
+                self._summary = summary
+        if type(kind) is not str or kind not in _CHAIN_TYPES:
+            return
         uuid = record.get("uuid")
-        if not isinstance(uuid, str) or type(kind) is not str or kind not in _CHAIN_TYPES:
+        if not isinstance(uuid, str):
             return
         if self._cwd is None and not record.get("isSidechain"):
             self._cwd = absolute_cwd(record.get("cwd"))
-        node = _Node(uuid, record, index)
+        node = _Node(uuid, kind, record, index)
         if node.role is not None:  # only what is shown needs its time
             time = iso_ms(stamp)
             if time is not None:
@@ -297,10 +327,14 @@ class _Projector:
             if not self._fresh:
                 raise Reread
             self._disorder = True
+            self._unspill()
         nodes = self._nodes
         nodes[uuid] = node
-        if node.parent is not None and node.parent not in nodes:
-            self._pending.add(node.parent)
+        parent = node.parent
+        if parent is not None and parent not in nodes and (self._spill is None or not self._spill.has(parent)):
+            self._pending.add(parent)
+        if self._spill is not None and len(nodes) > WINDOW:
+            self._flush(WINDOW // 2)
         if node.visible:
             self._last_visible = node
             if node.main:
@@ -308,9 +342,35 @@ class _Projector:
         if self._prompt is None and node.role == "user" and not node.checkpoint and node.main:
             self._prompt = "\n".join(node.texts)
 
+    def _flush(self, count: int) -> None:
+        """Move the oldest `count` records in memory to the spill (a repeated key: the file is disordered)."""
+        assert self._spill is not None
+        oldest = list(islice(self._nodes.values(), count))
+        if not self._spill.add(node.spilled() for node in oldest):
+            self._disorder = True
+            self._unspill()
+            return
+        for node in oldest:
+            del self._nodes[node.uuid]
+
+    def _unspill(self) -> None:
+        """Bring every spilled record back into memory: a disordered file is projected by the general walk."""
+        spill, self._spill = self._spill, None
+        if spill is None:
+            return
+        nodes = {row[0]: _Node.restored(row) for row in spill.everything()}
+        for uuid, node in self._nodes.items():
+            nodes[uuid] = node
+        self._nodes = nodes
+        spill.discard()
+
     def finish(self) -> Update:
+        if self._spill is not None:
+            self._flush(len(self._nodes))
         if self._disorder:
             return self._update_disordered()
+        if self._spill is not None:
+            return self._finish_spilled(self._spill)
         old: dict[str, Node] = {}
         if not self._fresh:
             old = self._stored.nodes([*self._nodes, *self._pending])
@@ -360,6 +420,25 @@ class _Projector:
         )
         return self._update(keep, tuple(out), cut, tuple(rows))
 
+    def _finish_spilled(self, spill: NodeSpill) -> Update:
+        """`finish` of a read from the start whose records are all in the spill: the chain is walked there."""
+        self._dangling.update(self._pending)
+        leaf = self._last_main or self._last_visible
+        self._leaf_main = self._last_main is not None
+        if leaf is None:
+            spill.finish()
+            return self._update(self._count, (), None, spill)
+        self._leaf = leaf.uuid
+        out: list[Said] = []
+        chain = (_Node.restored(row) for row in spill.chain(leaf.uuid))
+        spill.place(
+            (node.index, place, count, len(out[-1].message.texts) if out else 0)
+            for place, (node, count) in enumerate(_extend(out, chain))
+            if isinstance(node, _Node)
+        )
+        spill.finish()
+        return self._update(0, tuple(out), -1, spill)
+
     def _walk(self, leaf: _Node, old: dict[str, Node]) -> tuple[list[_Node | Node], Node | None]:
         """The records from where `leaf`'s chain joins the stored chain (or its root) to `leaf`, and the joint.
 
@@ -403,7 +482,9 @@ class _Projector:
                 pass
         return self._update(0, tuple(out), -1, ())
 
-    def _update(self, keep: int, tail: tuple[Said, ...], cut: int | None, nodes: tuple[Node, ...]) -> Update:
+    def _update(
+        self, keep: int, tail: tuple[Said, ...], cut: int | None, nodes: tuple[Node, ...] | NodeSpill
+    ) -> Update:
         self._count = keep + len(tail)
         state: Json = {
             "n": self._n,

@@ -211,8 +211,11 @@ class _Projector:
             return
         time = iso_ms(record.get("timestamp"))
         if time is not None:
-            self._updated = time if self._updated is None else max(self._updated, time)
-        now = time if time is not None else (self._updated or 0)
+            if self._updated is None or time > self._updated:
+                self._updated = time
+            now = time
+        else:
+            now = self._updated or 0
         kind, payload = record.get("type"), record.get("payload")
         if type(payload) is not dict:
             return

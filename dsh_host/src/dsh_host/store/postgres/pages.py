@@ -13,6 +13,7 @@ from dsh_host.session.snapshots import EventsPage, SurfacePage
 from dsh_host.store import pages
 from dsh_host.store.base import ActivityKey, SessionNotFound, SessionRow
 from dsh_host.store.codec import encode, from_postgres, time_from_postgres, to_postgres, unpack_surface_text
+from dsh_host.store.postgres import reads
 
 # Read along `sessions_by_activity` (or `sessions_by_cwd` for one cwd); a page after a key
 # starts as the listing by creation does.
@@ -48,16 +49,7 @@ def list_sessions_by_activity(
         conditions.append(_ACTIVE_AFTER)
         params.update(at=after[0], id=encode(after[1]))
     query = _BY_ACTIVITY.format(" AND ".join(conditions) or "true")
-    return [
-        SessionRow(
-            sid.decode("utf-8", "surrogatepass"),
-            time_from_postgres(at),
-            from_postgres(cwd_text, cwd_raw),
-            from_postgres(title, title_raw),
-            time_from_postgres(active),
-        )
-        for sid, at, cwd_text, title, active, cwd_raw, title_raw in conn.execute(query, params, binary=True)
-    ]
+    return reads.page_rows(conn.execute(query, params, binary=True).fetchall())
 
 
 def list_cwds(conn: psycopg.Connection) -> list[str]:

@@ -7,6 +7,7 @@ connecting role is, to these reads, not stored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import psycopg
@@ -61,7 +62,15 @@ def list_sessions_page(conn: psycopg.Connection, limit: int, after: ListingKey |
     params: dict[str, object] = {"limit": limit}
     if after is not None:
         params.update(at=after[0], id=encode(after[1]))
-    listed = conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall()
+    return page_rows(conn.execute(_FIRST_PAGE if after is None else _PAGE_AFTER, params, binary=True).fetchall())
+
+
+PageRow = tuple[bytes, float, "str | None", "str | None", float, "bytes | None", "bytes | None"]
+"""A page query's row: id, created_at, cwd, title, last activity, then the raw cwd and title."""
+
+
+def page_rows(listed: Sequence[PageRow]) -> list[SessionRow]:
+    """The `SessionRow`s of a page query's rows."""
     return [
         SessionRow(
             sid.decode("utf-8", "surrogatepass"),

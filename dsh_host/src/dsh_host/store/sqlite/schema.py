@@ -24,8 +24,8 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Version 6: the listing by last activity, of every session and of one cwd's, read in index order.
 _ACTIVITY_INDEXES = """
-CREATE INDEX sessions_by_activity ON sessions (last_activity_at DESC, id);
-CREATE INDEX sessions_by_cwd ON sessions (cwd, last_activity_at DESC, id);
+CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions (last_activity_at DESC, id);
+CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions (cwd, last_activity_at DESC, id);
 """
 
 _SCHEMA = (

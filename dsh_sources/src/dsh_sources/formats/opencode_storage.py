@@ -1,0 +1,140 @@
+"""Reading the folder of JSON files OpenCode kept its sessions in before 1.2 (`storage/`).
+
+`storage/session/<project id>/<session id>.json` is a session's info (`parentID`, `directory`,
+`title`, `time.created`, `time.updated`), `storage/message/<session id>/<message id>.json` a
+message's info and `storage/part/<message id>/<part id>.json` one of its parts; ids are the file
+names, as OpenCode's own migration to the database takes them. The folder has no cheap signature,
+so each check takes a mark of every session from the `stat` of its files (its info, each
+message file and each message's part folder): OpenCode rewrites a message file when the reply
+is complete and adds part files to the part folder. A file that is not a JSON object, or that
+vanishes while it is read, is left out and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
+from dsh_sources.lines import ReadCancelled
+from dsh_sources.transcript import Facts, Said, StoreRead
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import JsonValue
+
+
+class _Bad(Exception):
+    """A file that is not a JSON object, or could not be read."""
+
+
+def _load(path: str) -> dict[str, JsonValue]:
+    try:
+        with open(path, "rb") as file:
+            value = json.loads(file.read())
+    except (OSError, ValueError, RecursionError):
+        raise _Bad(path) from None
+    if type(value) is not dict:
+        raise _Bad(path)
+    return value
+
+
+def _json_names(folder: str) -> list[str]:
+    try:
+        return sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+    except OSError:
+        return []
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
+    """Every root session's mark, and the sessions whose mark is not the one in `marks` read again."""
+    skipped: dict[str, int] = {}
+    now: dict[str, str] = {}
+    changed: dict[str, tuple[Facts, tuple[Said, ...]]] = {}
+    sessions = os.path.join(storage, "session")
+    try:
+        projects = sorted(os.listdir(sessions))
+    except OSError:
+        projects = []
+    for project_id in projects:
+        folder = os.path.join(sessions, project_id)
+        for name in _json_names(folder):
+            sid = name[: -len(".json")]
+            path = os.path.join(folder, name)
+            messages = os.path.join(storage, "message", sid)
+            stamps = [
+                (message, _stamp(os.path.join(messages, message)), _stamp(_part_folder(storage, message)))
+                for message in _json_names(messages)
+            ]
+            stamp = mark(_stamp(path), stamps)
+            if sid in now or marks.get(sid) == stamp:
+                now.setdefault(sid, stamp)
+                continue
+            if cancel is not None and cancel.is_set():
+                raise ReadCancelled
+            try:
+                info = _load(path)
+            except _Bad:
+                skipped[""] = skipped.get("", 0) + 1
+                continue
+            session = _session(sid, info)
+            now[sid] = stamp
+            if session.parent is not None:
+                continue  # a subagent's task, shown in its parent's conversation, not listed
+            read, bad = _messages(storage, sid)
+            changed[sid] = project(session, read)
+            if bad:
+                skipped[sid] = bad
+    return StoreRead(storage, None, now, changed, skipped)
+
+
+def _part_folder(storage: str, message: str) -> str:
+    return os.path.join(storage, "part", message[: -len(".json")])
+
+
+def _session(sid: str, info: dict[str, JsonValue]) -> SessionInfo:
+    time = info.get("time")
+    times = time if isinstance(time, dict) else {}
+    fields = (
+        info.get("parentID"),
+        info.get("directory"),
+        info.get("title"),
+        times.get("created"),
+        times.get("updated"),
+    )
+    return SessionInfo.of(sid, *fields)
+
+
+def _messages(storage: str, sid: str) -> tuple[list[MessageInfo], int]:
+    """The session's messages with their parts, in OpenCode's order; and how many files were left out."""
+    bad = 0
+    folder = os.path.join(storage, "message", sid)
+    messages: list[MessageInfo] = []
+    for name in _json_names(folder):
+        try:
+            info = _load(os.path.join(folder, name))
+        except _Bad:
+            bad += 1
+            continue
+        parts: list[dict[str, JsonValue]] = []
+        part_folder = _part_folder(storage, name)
+        for part_name in _json_names(part_folder):
+            try:
+                parts.append(_load(os.path.join(part_folder, part_name)))
+            except _Bad:
+                bad += 1
+        time = info.get("time")
+        created = millis(time.get("created")) if isinstance(time, dict) else None
+        messages.append(MessageInfo(name[: -len(".json")], created or 0, info, parts))
+    messages.sort(key=lambda message: (message.created, message.id))
+    return messages, bad

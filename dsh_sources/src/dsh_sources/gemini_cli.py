@@ -1,0 +1,58 @@
+"""The `gemini-cli` plugin: Gemini CLI's chat recordings as read-only dsh sessions.
+
+Every `dsh` command imports the plugins it mounts, and this one is mounted wherever it is
+installed: so it imports nothing of its source here. The format (`dsh_sources.formats.gemini_cli`,
+where the files are and how they are read) and the index load when the source is first used;
+its names (`GeminiCliFormat`, ...) are served from this module too, loaded on first access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from dsh_host import hookimpl
+
+if TYPE_CHECKING:
+    from dsh_host import Host
+    from dsh_host.hookspecs import RegisterCompletion, SourceFactory
+
+NAME = "gemini-cli"
+DISPLAY_NAME = "Gemini CLI"
+"""The agent's name as people know it: views show it beside its sessions (`Gemini CLI · <title>`)."""
+HOME = ("GEMINI_CLI_HOME", ".gemini")
+"""Where Gemini CLI keeps its data: `.gemini` in the home this variable names, else in the user's home."""
+
+
+@hookimpl
+def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
+    """Serve Gemini CLI's chat recordings as the read-only source `gemini-cli`."""
+    from dsh_sources.formats.gemini_cli import PROJECTION, GeminiCliFormat
+    from dsh_sources.source import register_source
+
+    register_source(
+        register,
+        NAME,
+        GeminiCliFormat,
+        home=HOME,
+        projection=PROJECTION,
+        display_name=DISPLAY_NAME,
+        variable_is_home=True,
+    )
+
+
+@hookimpl
+def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
+    """Say in the `@` menu while the source's index is still being built."""
+    from dsh_sources.source import IndexingNotice
+
+    register(IndexingNotice(host, NAME), None)
+
+
+def __getattr__(name: str) -> object:
+    """The format's names (`GeminiCliFormat`, `PROJECTION`, ...), imported on first access."""
+    if name.startswith(("dsh_", "__")):  # hooks and dunders: pluggy and the import system ask every plugin
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from dsh_sources.formats import gemini_cli
+
+    return getattr(gemini_cli, name)

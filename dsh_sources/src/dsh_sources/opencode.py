@@ -1,0 +1,56 @@
+"""The `opencode` plugin: OpenCode's sessions as read-only dsh sessions.
+
+Every `dsh` command imports the plugins it mounts, and this one is mounted wherever it is
+installed: so it imports nothing of its source here. The format (`dsh_sources.formats.opencode`,
+where the database is and how it is read) and the index load when the source is first used;
+its names (`OpenCodeFormat`, ...) are served from this module too, loaded on first access.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dsh_host import hookimpl
+
+if TYPE_CHECKING:
+    from dsh_host import Host
+    from dsh_host.hookspecs import RegisterCompletion, SourceFactory
+
+NAME = "opencode"
+DISPLAY_NAME = "OpenCode"
+"""The agent's name as people know it: views show it beside its sessions (`OpenCode · <title>`)."""
+
+
+def home() -> Path:
+    """Where OpenCode keeps its data: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`."""
+    data = os.environ.get("XDG_DATA_HOME")
+    return (Path(data).expanduser() if data else Path.home() / ".local" / "share") / "opencode"
+
+
+@hookimpl
+def dsh_register_session_sources(register: Callable[[str, SourceFactory], None]) -> None:
+    """Serve OpenCode's sessions as the read-only source `opencode`."""
+    from dsh_sources.formats.opencode import PROJECTION, OpenCodeFormat
+    from dsh_sources.source import register_store_source
+
+    register_store_source(register, NAME, OpenCodeFormat, home=home, projection=PROJECTION, display_name=DISPLAY_NAME)
+
+
+@hookimpl
+def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
+    """Say in the `@` menu while the source's index is still being built."""
+    from dsh_sources.source import IndexingNotice
+
+    register(IndexingNotice(host, NAME), None)
+
+
+def __getattr__(name: str) -> object:
+    """The format's names (`OpenCodeFormat`, `PROJECTION`, ...), imported on first access."""
+    if name.startswith(("dsh_", "__")):  # hooks and dunders: pluggy and the import system ask every plugin
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from dsh_sources.formats import opencode
+
+    return getattr(opencode, name)

@@ -1,0 +1,149 @@
+"""Indexing an agent that keeps many sessions in one store (OpenCode's database): `StoreUpdates`.
+
+A store is one row of the index's `files` and each of its sessions a row of `sessions` (keyed
+by the store and the agent's id), so listings, searches and reads answer from the index as they
+do for one-session files. What differs is how a store is brought up to date: its format says
+how it looks now (`StoreFormat.signature`: for a database the sizes and times of the file and
+of its write-ahead log, which change at different moments), and a store whose signature moved
+is read for a mark of each session (a database's `time_updated` and row counts); only sessions
+whose mark moved are read again, and sessions no longer in it leave the index. A store that
+cannot be read (locked, corrupt) keeps what the index holds of it and is reported as a problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from dsh_host.sources import IndexProgress
+from dsh_sources.build import BuildLock, run_alone
+from dsh_sources.index import SourceIndex
+from dsh_sources.lines import ReadCancelled
+from dsh_sources.transcript import StoreFormat, StoreRead
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+
+
+class StoreUpdates:
+    """Brings one source's stores into the index (see the module's docstring); `progress` says how far."""
+
+    def __init__(self, name: str, fmt: StoreFormat, index: SourceIndex) -> None:
+        self.name = name
+        self.format = fmt
+        self.index = index
+        self.progress = IndexProgress()
+        self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
+
+    def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
+        """Bring every store up to date; False when another process is the builder or `cancel` came first."""
+        return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
+
+    def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
+        listed = list(self.format.stores())
+        gone = [path for path in self.index.files() if path not in listed]
+        if gone:
+            self.index.forget(gone)
+        stale = [path for path in listed if self._stale(path)]
+        sizes = [_size(path) for path in stale]
+        self.progress = IndexProgress(0, len(stale), 0, sum(sizes), True, False)
+        self._tell(report)
+        for path, size in zip(stale, sizes, strict=True):
+            try:
+                self._read(path, cancel)
+            except ReadCancelled:
+                break
+            done = self.progress
+            self.progress = replace(done, files_done=done.files_done + 1, bytes_done=done.bytes_done + size)
+            self._tell(report)
+        self.progress = replace(self.progress, building=False, complete=not cancel.is_set())
+        self._tell(report)
+
+    def _tell(self, report: Callable[[IndexProgress], None]) -> None:
+        with contextlib.suppress(Exception):  # recording how far a build is must never stop it
+            self.index.record_build(self.progress)
+        report(self.progress)
+
+    def _stale(self, path: str) -> bool:
+        """Whether the store looks different from when it was last read (or has no signature to compare)."""
+        state = self.index.store_state(path)
+        signature = self.format.signature(path)
+        return state is None or signature is None or state.get("signature") != list(signature)
+
+    def _read(self, path: str, cancel: threading.Event) -> None:
+        """Read the store and write what changed (`lines.ReadCancelled`, nothing written, when `cancel` is set)."""
+        if cancel.is_set():
+            raise ReadCancelled
+        state = self.index.store_state(path)
+        marks = (state or {}).get("marks") or {}
+        read = self.format.read(path, marks, cancel)
+        if state is not None and _same(read, state):
+            return  # nothing moved (the older JSON folder, which has no signature, is read at every check)
+        self.index.put_store(read)
+
+    def update(self, paths: list[str], cancel: threading.Event) -> bool:
+        """Read the stores among `paths` that changed and forget those that are gone; whether the index changed."""
+        changed = False
+        gone = [path for path in paths if not os.path.lexists(path)]
+        if gone:
+            self.index.forget(gone)
+            changed = True
+        for path in paths:
+            if path not in gone and self._stale(path):
+                try:
+                    self._read(path, cancel)
+                except ReadCancelled:
+                    break
+                changed = True
+        return changed
+
+    def reports(self, agent_id: str | None) -> list[tuple[str, str | None, int, int]]:
+        """(store, agent id or None, records skipped, 0) for each session (or none) with records left out."""
+        out: list[tuple[str, str | None, int, int]] = []
+        for path in sorted(self.index.files()):
+            skipped = (self.index.store_state(path) or {}).get("skipped") or {}
+            for held, count in sorted(skipped.items()):
+                if count and (agent_id is None or held == agent_id):
+                    out.append((path, held or None, count, 0))
+        return out
+
+    def problems(self) -> list[str]:
+        """A store the last read could not read: its sessions are as they were read before."""
+        out: list[str] = []
+        for path in sorted(self.index.files()):
+            problem = (self.index.store_state(path) or {}).get("problem")
+            if problem:
+                shown = json.dumps(path, ensure_ascii=False)
+                out.append(f"{shown} could not be read ({problem}): its sessions are shown as last read")
+        return out
+
+    def rank(self, path: str) -> int:
+        return self.format.rank(path)
+
+
+def _size(path: str) -> int:
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.stat(path + suffix).st_size
+        except OSError:
+            continue
+    return total
+
+
+def _same(read: StoreRead, state: Json) -> bool:
+    """Whether writing `read` would change nothing of what the index holds of its store."""
+    skipped = state.get("skipped") or {}
+    return (
+        read.problem is None
+        and state.get("problem") is None
+        and not read.sessions
+        and read.marks == state.get("marks")
+        and read.skipped.get("", 0) == skipped.get("", 0)
+        and (None if read.signature is None else list(read.signature)) == state.get("signature")
+    )
