@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.mcp.indexing import SourceIndexes
+    from dsh_host.paging import SurfaceEntry
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
-    from dsh_host.session.snapshots import SurfaceEntry
     from dsh_host.sources.registry import SessionSources
 
 HERE = Path(__file__).parent

@@ -20,8 +20,8 @@ from dsh_host.web.text import visible_text
 from dsh_host.web.views import message, when
 
 if TYPE_CHECKING:
+    from dsh_host.paging import SurfaceEntry
     from dsh_host.session.events import SessionHeader
-    from dsh_host.session.snapshots import SurfaceEntry
 
 STATIC = Path(__file__).parent / "static"
 STYLE = "".join((STATIC / name).read_text(encoding="utf-8") for name in ("messages.css", "export.css"))

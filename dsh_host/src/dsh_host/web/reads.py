@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dsh_host.paging import SurfaceEntry
     from dsh_host.query import SessionQuery
-    from dsh_host.session.snapshots import SurfaceEntry
 
 PAGE_LIMIT = 1000
 """The largest page session query reads at once."""

@@ -19,7 +19,7 @@ from dsh_host.web.text import markdown_html, visible_text
 
 if TYPE_CHECKING:
     from dsh_host.jsontypes import JsonValue
-    from dsh_host.session.snapshots import SurfaceEntry
+    from dsh_host.paging import SurfaceEntry
 
 
 @dataclass(frozen=True)
