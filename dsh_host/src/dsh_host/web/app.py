@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
-from pluggy import HookImpl, HookRelay
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -42,13 +40,12 @@ from dsh_host.store.base import SessionNotFound
 from dsh_host.terminal_text import display_inline_text
 from dsh_host.web.export import export_log
 from dsh_host.web.jinja import templates
+from dsh_host.web.panels import session_panels
 from dsh_host.web.service import SessionHtml
 from dsh_host.web.text import visible_text
 from dsh_host.web.views import Row, log_event, message, row, when
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.mcp.indexing import SourceIndexes
@@ -58,7 +55,6 @@ if TYPE_CHECKING:
     from dsh_host.sources.registry import SessionSources
 
 HERE = Path(__file__).parent
-log = logging.getLogger("dsh.web")
 LIST_PAGE = 50
 SEARCH_LIMIT = 50
 SURFACE_PAGE = 200
@@ -89,10 +85,6 @@ class Reader:
     """The sources' index builds (the catalog's): the list says when they are not done."""
     host: Host | None = None
     """The host whose plugins add panels to a session's pages (`dsh_web_session_panels`)."""
-
-    @property
-    def hook(self) -> HookRelay | None:
-        return None if self.host is None else self.host.hook
 
 
 def build_app(reader: Reader) -> Starlette:
@@ -306,7 +298,7 @@ async def _session_context(
     reader: Reader, session_id: str, header: SessionHeader, title: str | None, request: Request
 ) -> dict[str, object]:
     """What every page of one session shows at its top, and what its buttons copy."""
-    panels = await _panels(reader, session_id)
+    panels = await session_panels(reader.host, session_id)
     agent = reader.query.agent_name(session_id)
     uri = reader.snapshots.encode_uri(session_id)
     # Labelled as `dsh ref mention` and the `@` menu label it: the title made inert, else the id.
@@ -331,29 +323,6 @@ async def _session_context(
 async def _unfinished(reader: Reader) -> list[str]:
     """The sources whose index builds are not done yet (not waited for)."""
     return [] if reader.indexes is None else list(await reader.indexes.unfinished(0))
-
-
-async def _panels(reader: Reader, session_id: str) -> list[tuple[str, str]]:
-    """The plugins' panels for a session (`dsh_web_session_panels`), their text made visible."""
-    from dsh_host.asyncs import resolve
-
-    if reader.hook is None:
-        return []
-    shown: list[tuple[str, str]] = []
-    for impl in reader.hook.dsh_web_session_panels.get_hookimpls():
-        try:
-            result = await resolve(impl.function(**_arguments(impl, reader, session_id)))
-            for title, text in cast("Sequence[tuple[object, object]] | None", result) or ():
-                shown.append((visible_text(str(title)), visible_text(str(text))))
-        except Exception:
-            log.exception("web: the panels of plugin %s failed", impl.plugin_name)
-    return shown
-
-
-def _arguments(impl: HookImpl, reader: Reader, session_id: str) -> dict[str, object]:
-    """The hook's arguments an implementation asks for (it may take any subset, by name)."""
-    offered = {"host": reader.host, "session_id": session_id}
-    return {name: offered[name] for name in impl.argnames}
 
 
 def _shell_word(text: str) -> str:
