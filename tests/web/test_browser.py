@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from dsh_host import Event, Host
 from dsh_host.session.jsonl import export_lines
@@ -47,6 +47,14 @@ def second_turn(pair: tuple[str, str], *, time: int) -> list[Event]:
         if isinstance(data, dict) and "turn" in data:
             data["turn"] = 2
     return LogBuilder.events(raws)
+
+
+def copy(page: Page, label: str) -> str:
+    """Click the copy button labelled `label`; what the clipboard holds once the page says it copied."""
+    button = page.locator(f"button.copy:has-text('{label}')")
+    button.click()
+    expect(button).to_have_class(re.compile(r"\bcopied\b"))
+    return str(page.evaluate("navigator.clipboard.readText()"))
 
 
 def titles(page) -> list[str]:
@@ -89,13 +97,12 @@ def test_copy_a_mention_and_see_what_it_brings(web_host: Host, browser: Browser,
     with dsh_web(web_host.data_dir, tmp_path) as served, watched_page(browser, served.origin) as (page, _):
         page.goto(served.url)
         page.click("text=Parse TOML")
-        page.click("button:has-text('Copy mention')")
-        expect(page.locator("button.copy").first).to_have_text("Copied")
-        assert page.evaluate("navigator.clipboard.readText()") == format_mention("alpha", "Parse TOML")
-        page.click("button:has-text('Copy URI')")
-        assert page.evaluate("navigator.clipboard.readText()") == encode_uri("alpha")
-        page.click("button:has-text('dsh chat')")
-        assert page.evaluate("navigator.clipboard.readText()") == "dsh chat --session alpha"
+        for button, copied in (
+            ("Copy mention", format_mention("alpha", "Parse TOML")),
+            ("Copy URI", encode_uri("alpha")),
+            ("dsh chat", "dsh chat --session alpha"),
+        ):
+            assert copy(page, button) == copied
 
         page.click("text=What a mention brings")
         snapshot = page.locator("#snapshot")
@@ -183,8 +190,7 @@ def test_a_hostile_session_stays_text(web_host: Host, browser: Browser, tmp_path
         expect(body).to_contain_text("lone \\udc00 surrogate")
         expect(page.locator("li.msg-steering")).to_have_count(1)
         assert page.locator("li.msg img, li.msg script").count() == 0
-        page.click("button:has-text('Copy mention')")
-        copied = page.evaluate("navigator.clipboard.readText()")
+        copied = copy(page, "Copy mention")
         assert copied.startswith("@[<script>") and "\u202e" in copied  # exact, as `dsh ref mention` prints it
         page.click("text=What a mention brings")
         expect(page.locator("#snapshot")).to_contain_text("\\u202egnp.exe")

@@ -9,6 +9,8 @@ function copyButtons() {
       try {
         await navigator.clipboard.writeText(button.dataset.copy);
         button.textContent = "Copied";
+        // Stays once the clipboard holds it (the label goes back after a moment).
+        button.classList.add("copied");
       } catch (error) {
         button.textContent = "Copy failed";
       }
