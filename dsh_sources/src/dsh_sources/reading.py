@@ -105,16 +105,10 @@ def _project(
 ) -> tuple[Update, JsonLines]:
     """Feed the file's lines from its position to a projector going on from `state`; its update and the lines read."""
     projector = fmt.projector(path, state, stored)
-    lines = _records(fmt, path)(file, cancel=cancel)
+    lines = fmt.records(path)(file, cancel=cancel)
     for record in lines:
         projector.feed(record)
     return projector.finish(), lines
-
-
-def _records(fmt: TranscriptFormat, path: str) -> type[JsonLines]:
-    """How `path` holds its records: JSON lines, unless its format says otherwise (an optional `records(path)`)."""
-    records = getattr(fmt, "records", None)
-    return JsonLines if records is None else records(path)
 
 
 def commit(fmt: TranscriptFormat, index: SourceIndex, reads: list[FileRead], cancel: threading.Event | None) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import threading
 
     from dsh_host.hookspecs import Json, JsonValue
+    from dsh_sources.lines import JsonLines
 
 TITLE_CHARS = 80
 """A title made from a prompt is its first line's words, shortened to this many characters."""
@@ -157,6 +158,10 @@ class TranscriptFormat(AgentFormat, Protocol):
 
     def files(self) -> Iterator[str]:
         """Every file that may hold a session (a missing folder holds none)."""
+        ...
+
+    def records(self, path: str) -> type[JsonLines]:
+        """How `path` holds its records: `JsonLines` (a record a line), or `JsonDocument` (one whole object)."""
         ...
 
     def projector(self, path: str, state: Json | None, stored: Stored) -> Projector:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
 from dsh_sources.claude_code import NAME
+from dsh_sources.lines import JsonLines
 from dsh_sources.reading import read_whole
 from dsh_sources.spill import NodeSpill, SpilledRow
 from dsh_sources.transcript import (
@@ -559,6 +560,10 @@ class ClaudeCodeFormat:
             return []
         found = [os.path.join(project.path, agent_id + ".jsonl") for project in projects]
         return [path for path in found if os.path.isfile(path)]
+
+    def records(self, path: str) -> type[JsonLines]:
+        """A record a line."""
+        return JsonLines
 
     def projector(self, path: str, state: Json | None, stored: Stored) -> _Projector:
         return _Projector(path, state, stored)

@@ -307,6 +307,10 @@ class CodexFormat:
             return []
         return [path for path in self.files() if path.endswith(f"-{agent_id}.jsonl")]
 
+    def records(self, path: str) -> type[JsonLines]:
+        """A record a line."""
+        return JsonLines
+
     def projector(self, path: str, state: Json | None, stored: Stored) -> _Projector:
         return _Projector(state, stored)
 
