@@ -17,6 +17,7 @@ MODULES = [
     "session_reference",
     "acp",
     "mcp",
+    "web",
     "postgres",
     "sources",
     "startup",

@@ -153,6 +153,11 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ],
     ),
     ("The log check", "", [("dsh_log_invariants", "collected")]),
+    (
+        "The web view",
+        "What a plugin adds to the pages of `dsh web` (docs/web.md).",
+        [("dsh_web_session_panels", "collected")],
+    ),
 ]
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from dsh_host import Host
 from dsh_host.testing import DshRunner
 
-HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp")
-"""The terminal UI's libraries, the model adapters' HTTP client, the PostgreSQL driver and the
-protocol SDKs: none is needed to print the version, list sessions or write a mention."""
+HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp", "starlette", "uvicorn", "jinja2", "markdown_it")
+"""The terminal UI's libraries, the model adapters' HTTP client, the PostgreSQL driver, the
+protocol SDKs and the web view's server and templates: none is needed to print the version,
+list sessions or write a mention."""
 
 MARK = "--- loaded modules ---"
 PROBE = (

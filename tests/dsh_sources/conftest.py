@@ -12,6 +12,14 @@ import pytest
 
 from dsh_host import Host
 from dsh_host.testing import HostFactory
+from dsh_sources.build import end_idle_workers
+
+
+@pytest.fixture(autouse=True)
+def no_idle_workers():
+    """Worker processes a test's build leaves for the next build end with the test (each test starts its own)."""
+    yield
+    end_idle_workers()
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,7 @@ def test_the_menu_says_listing_files_on_a_cold_index_and_nothing_on_a_warm_one(m
         source._thread.join()
         assert asyncio.run(notice(None, token, asyncio.Event())) == []
         assert len(source.list_sessions()) == 3
+        host.close()  # the refresh those two may have started ends here, not during the warm start
 
 
 class Reads(io.BytesIO):

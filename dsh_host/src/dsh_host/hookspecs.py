@@ -525,3 +525,22 @@ def dsh_scripted_reply(request: ModelRequest) -> str | None:
     structured checkpoint; session-reference acknowledges a referenced-session snapshot), or
     None to abstain; the first text wins and becomes one text block.
     """
+
+
+# What plugins add to the web view (`dsh web`).
+
+
+@hookspec
+def dsh_web_session_panels(host: Host, session_id: str) -> MaybeAwaitable[Sequence[tuple[str, str]] | None]:
+    """Add panels to `dsh web`'s page of a session: a plugin's own view of it.
+
+    Called by the web view once per page of the session `session_id` it renders (its
+    conversation, its log, its preview), on the event loop that serves the page. Return
+    `(title, text)` pairs, or an awaitable resolving to them, or None to add nothing (compaction
+    could show what each of its checkpoints folded away). Each panel is shown folded under the
+    session's heading, its title as the fold's label and its text as preformatted text: both
+    are escaped and their control and bidirectional characters made visible, so a panel can
+    never add markup or script to the page. Read sessions through `host.services.session_query`
+    (never block the loop: its methods are coroutines). An exception is logged and the page is
+    shown without that plugin's panels.
+    """

@@ -211,14 +211,80 @@ class Builder(IndexBuild[TranscriptFormat]):
                     yield read_file(self.format, task.path, None, None, cancel, self.index.path.parent), task
             return
         by_path = {task.path: task for task in tasks}
-        workers = Workers(count)
+        workers = _IDLE.take(count)
         try:
             paths = [task.path for task in tasks]
             for result in workers.reads(self.format, paths, self.index.path.parent, cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
         finally:
+            if workers.idle() and not cancel.is_set():
+                _IDLE.keep(workers)
+            else:  # tasks in flight (cancelled) or a worker gone: never handed to another build
+                workers.close()
+
+
+class _IdleWorkers:
+    """Worker processes between two builds of this process, ended after `IDLE_SECONDS` unused.
+
+    The sources of a data dir build one after another (`dsh sessions index`, `dsh mcp`'s first
+    builds): the next one takes the workers the last one finished with instead of starting its own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._workers: Workers | None = None
+        self._timer: threading.Timer | None = None
+
+    def take(self, count: int) -> Workers:
+        """The idle workers when there are `count` of them, else new ones."""
+        with self._lock:
+            workers, self._workers = self._workers, None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        if workers is not None and workers.count == count and workers.idle():
+            return workers
+        if workers is not None:
             workers.close()
+        return Workers(count)
+
+    def keep(self, workers: Workers) -> None:
+        """Keep idle workers for the next build, for `IDLE_SECONDS`."""
+        timer = threading.Timer(IDLE_SECONDS, self._expire, (workers,))
+        timer.daemon = True
+        with self._lock:
+            former, self._workers, self._timer = self._workers, workers, timer
+        timer.start()
+        if former is not None:
+            former.close()
+
+    def end(self) -> None:
+        """End the idle workers now."""
+        with self._lock:
+            workers, self._workers = self._workers, None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        if workers is not None:
+            workers.close()
+
+    def _expire(self, workers: Workers) -> None:
+        with self._lock:
+            if self._workers is not workers:
+                return
+            self._workers, self._timer = None, None
+        workers.close()
+
+
+IDLE_SECONDS = 2.0
+"""How long worker processes wait for another build of this process before they end."""
+_IDLE = _IdleWorkers()
+
+
+def end_idle_workers() -> None:
+    """End the worker processes kept for the next build (a closing source calls it; so may a test)."""
+    _IDLE.end()
 
 
 class _Batch:

@@ -48,7 +48,7 @@ from dsh_host.sources import (
     report_index_progress,
     surface_page,
 )
-from dsh_sources.build import Builder
+from dsh_sources.build import Builder, end_idle_workers
 from dsh_sources.index import FileRead, SessionEntry, SourceIndex, index_path
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
@@ -157,6 +157,9 @@ class AgentSource:
         self._builder = updates
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
+        self._complete_before = False
+        """Whether the index was complete when the running background build started (it records its own
+        progress from then on, so what was recorded before is read at its start)."""
         self._closed = threading.Event()
         self._checked = -float("inf")
         self._cache: tuple[int, dict[str, SessionEntry], _Names, dict[int, str]] | None = None
@@ -189,6 +192,8 @@ class AgentSource:
             if self._closed.is_set() or self._building_here():
                 return
             # Building from now on, as far as anyone asking is told (the thread sets its totals once it has listed).
+            recorded = self.index.recorded_build()
+            self._complete_before = recorded is not None and recorded.complete
             self._builder.progress = IndexProgress(building=True)
             self._thread = threading.Thread(
                 target=self._build_in_background, name=f"dsh-sources-{self.name}", daemon=True
@@ -439,6 +444,7 @@ class AgentSource:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+        end_idle_workers()  # a closed host leaves no process behind
         self.index.close()
 
 
@@ -650,5 +656,4 @@ class IndexingNotice:
         if not source._building_here():
             return None
         # Listing the files: worth a line only when the index was not complete before.
-        recorded = source.index.recorded_build()
-        return None if recorded is not None and recorded.complete else "listing files"
+        return None if source._complete_before else "listing files"

@@ -84,11 +84,17 @@ class Workers:
 
     def __init__(self, count: int) -> None:
         argv = [sys.executable, "-c", _BOOT, json.dumps([p for p in sys.path if isinstance(p, str)])]
+        self.count = count
         self._processes = [
             # Unbuffered: an answer read ahead into a buffer would never wake the selector.
             subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True)
             for _ in range(count)
         ]
+        self._held: dict[subprocess.Popen[bytes], int] = {}
+
+    def idle(self) -> bool:
+        """Whether every worker runs and holds no task (the workers may serve another `reads`)."""
+        return not any(self._held.values()) and all(process.poll() is None for process in self._processes)
 
     def reads(
         self, fmt: TranscriptFormat, paths: list[str], spill_dir: Path, cancel: threading.Event
@@ -101,7 +107,7 @@ class Workers:
         """
         pending = list(reversed(paths))
         selector = selectors.DefaultSelector()
-        held: dict[subprocess.Popen[bytes], int] = {}
+        held = self._held
 
         def hand_out(process: subprocess.Popen[bytes]) -> None:
             assert process.stdin is not None

@@ -231,14 +231,20 @@ def _summary(event: dict) -> str:
 @click.argument("session_id", required=False)
 @click.option("--all", "every", is_flag=True, help="Every session you can read, one log after another, newest first.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+@click.option("--html", "as_html", is_flag=True, help="Write the session as one static HTML page instead.")
 @click.pass_obj
-def export(host: Host, session_id: str | None, every: bool, output: Path | None) -> None:
+def export(host: Host, session_id: str | None, every: bool, output: Path | None, as_html: bool) -> None:
     """Write a session as JSONL (header line, then one event a line); `--all` writes every one.
 
     `dsh sessions import` reads what `--all` writes, so the pair moves sessions between stores.
+    `--html` writes one session's conversation as a self-contained page that runs no script
+    (the `web` plugin's, from the extra `dsh-host[web]`).
     """
     if every == (session_id is not None):
         raise ConfigError("dsh sessions export: name one SESSION_ID or give --all")
+    if as_html:
+        _export_html(host, session_id, every, output)
+        return
     logs = _every_log(host) if every else [_one_log(host, cast(str, session_id))]
     if output is None:
         _write_logs(sys.stdout, logs)
@@ -246,6 +252,27 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None)
     else:
         with open(output, "w", encoding="utf-8", newline="\n") as fh:
             _write_logs(fh, logs)
+
+
+def _export_html(host: Host, session_id: str | None, every: bool, output: Path | None) -> None:
+    import asyncio
+
+    from dsh_host.store.base import SessionNotFound
+
+    if every or session_id is None:
+        raise ConfigError("dsh sessions export --html: name one SESSION_ID (--all writes JSONL only)")
+    pages = host.services.get("session_html")
+    if pages is None:
+        raise DshError("dsh sessions export --html needs the web plugin: pip install 'dsh-host[web]' and mount web")
+    try:
+        html = asyncio.run(pages.page(session_id))
+    except SessionNotFound as exc:
+        raise DshError(str(exc)) from None
+    if output is None:
+        sys.stdout.write(html)
+        sys.stdout.flush()
+    else:
+        output.write_text(html, encoding="utf-8", newline="\n")
 
 
 def _one_log(host: Host, session_id: str) -> tuple[SessionHeader, list[str]]:

@@ -1,0 +1,25 @@
+"""The pages' Jinja2 environment: every template autoescaped, whatever its name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from dsh_host.web.text import exact_attribute
+
+LIVE_POLL_MS = 1000
+"""How often an open page asks for what is new."""
+
+
+def templates() -> Environment:
+    """The environment the pages and the static export render with."""
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["live_poll_ms"] = LIVE_POLL_MS
+    env.filters["exact"] = exact_attribute
+    return env

@@ -1,0 +1,39 @@
+"""The `session_html` service: the static HTML page of a session, for `dsh sessions export --html`."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+from dsh_host.errors import DshError
+
+if TYPE_CHECKING:
+    from dsh_host.query import SessionQuery
+
+EXTRA_MISSING = "the static HTML page needs the web extra: pip install 'dsh-host[web]'"
+
+
+class SessionHtml:
+    """Renders the static page of a session read through session query."""
+
+    def __init__(self, query: SessionQuery) -> None:
+        self._query = query
+
+    async def page(self, session_id: str) -> str:
+        """The page of `session_id` (`SessionNotFound` when it cannot be read)."""
+        if any(importlib.util.find_spec(name) is None for name in ("jinja2", "markdown_it")):
+            raise DshError(EXTRA_MISSING)
+        from dsh_host.web.export import ExportPage, export_html
+        from dsh_host.web.reads import all_entries
+
+        header = await self._query.read_header(session_id)
+        title = await self._query.read_title(session_id)
+        entries = await all_entries(self._query, session_id)
+        page = ExportPage(
+            session_id,
+            title.title if title else None,
+            self._query.agent_name(session_id),
+            header.cwd,
+            header.created_at,
+        )
+        return export_html(page, entries)
