@@ -83,6 +83,7 @@ class FourAgents:
 
 
 def _claude(base: Path, cwd: str) -> str:
+    """A Claude Code 2.x transcript: a prompt, a reply, a custom title."""
     t = ClaudeTranscript(cwd=cwd)
     t.user(SHOWN["claude"][0])
     t.reply(("text", SHOWN["claude"][1]))
@@ -92,10 +93,10 @@ def _claude(base: Path, cwd: str) -> str:
 
 
 def _codex(base: Path, cwd: str) -> str:
+    """A Codex rollout: its metadata and injected context, a prompt, a reply, a thread name."""
     r = CodexRollout(cwd=cwd)
-    r.meta()
-    r.context()
-    r.turn_context()
+    for opening in (r.meta, r.context, r.turn_context):  # what Codex writes before the first prompt
+        opening()
     r.user(SHOWN["codex"][0])
     r.assistant(SHOWN["codex"][1])
     r.thread_name("Walrus in Codex")
