@@ -18,7 +18,7 @@ from tests.public_api import PUBLIC_NAMESPACES
 ROOT = Path(__file__).resolve().parents[1]
 API_PAGE = ROOT / "docs" / "api.md"
 PUBLIC = [(namespace, name) for namespace in PUBLIC_NAMESPACES for name in importlib.import_module(namespace).__all__]
-HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp")
+HEAVY = ("rich", "prompt_toolkit", "httpx", "psycopg", "acp", "mcp", "starlette", "uvicorn", "jinja2", "markdown_it")
 
 
 def test_the_top_level_is_a_surface_a_reader_can_hold_in_their_head():

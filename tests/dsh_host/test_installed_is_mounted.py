@@ -62,11 +62,11 @@ def test_with_no_list_every_installed_plugin_but_stores_is_mounted(demo):
     code, out, err = demo("plugins")
     assert (code, err) == (0, "")
     order = out.splitlines()[-1].removeprefix("mount order: ").split(", ")
-    assert order[:6] == ["fs-read", "retention", "compact", "session-reference", "acp", "mcp"]
+    assert order[:7] == ["fs-read", "retention", "compact", "session-reference", "acp", "mcp", "web"]
     # The sources of dsh-sources (claude-code, codex, gemini-cli, ...) as installed, and the demo.
     sources = {ep.name for ep in metadata.distribution("dsh-sources").entry_points if ep.group == "dsh"}
     assert {"claude-code", "codex"} <= sources
-    assert set(order[6:]) == sources | {"demo"} and order[6:] == sorted(order[6:])
+    assert set(order[7:]) == sources | {"demo"} and order[7:] == sorted(order[7:])
     assert "store-demo" not in order and "store-postgres" not in order
     assert demo("hello") == (0, "hello from demo\n", "")
 

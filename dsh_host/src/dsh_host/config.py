@@ -22,7 +22,7 @@ import platformdirs
 
 from dsh_host.errors import ConfigError
 
-DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp", "mcp")
+DEFAULT_PLUGINS = ("fs-read", "retention", "compact", "session-reference", "acp", "mcp", "web")
 """The standard features: when no configuration names plugins, every installed plugin is mounted
 (but stores, and those `[host] disable` names), these first, in this order, then the others by name."""
 

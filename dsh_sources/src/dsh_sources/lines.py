@@ -59,7 +59,9 @@ class JsonLines:
     def __iter__(self) -> Iterator[dict[str, JsonValue]]:
         read, limit, cancel = self._file.read, self._limit, self._cancel
         size = min(_BLOCK_BYTES, limit + 1)
-        pending = b""  # the start of a line whose newline has not come yet (at most `limit` bytes)
+        # The start of a line whose newline has not come yet (at most `limit` bytes), grown in
+        # place: a line of several megabytes is not copied again for each block it spans.
+        pending = bytearray()
         dropping = 0  # bytes of an over-long line passed over so far (0: not in one)
         while True:
             if cancel is not None and cancel.is_set():
@@ -74,7 +76,7 @@ class JsonLines:
                 if newline < 0:
                     if dropping or len(pending) + len(block) > limit:
                         dropping += len(pending) + len(block)
-                        pending = b""
+                        pending = bytearray()
                     else:
                         pending += block
                     continue
@@ -83,11 +85,13 @@ class JsonLines:
                     self.consumed += dropping + len(pending) + start
                     self.skipped += 1
                     self.oversized += 1
-                    dropping, pending = 0, b""
+                    dropping, pending = 0, bytearray()
                 else:
-                    line, pending = pending + block[:start], b""
-                    self.consumed += len(line)
-                    record = self._record(line)
+                    pending += memoryview(block)[:start]
+                    joined, pending = pending, bytearray()
+                    self.consumed += len(joined)
+                    record = self._record(joined)
+                    del joined  # not held while the record is used
                     if record is not None:
                         yield record
             end = block.rfind(b"\n") + 1
@@ -108,7 +112,7 @@ class JsonLines:
                 yield record
             pending, dropping = _held(block[end:], limit)
 
-    def _record(self, line: bytes) -> dict[str, JsonValue] | None:
+    def _record(self, line: bytes | bytearray) -> dict[str, JsonValue] | None:
         """The line's JSON object, or None (counted as skipped unless the line is blank)."""
         try:
             record = _decode(line.decode("utf-8", "surrogatepass"))
@@ -122,9 +126,9 @@ class JsonLines:
         return None
 
 
-def _held(rest: bytes, limit: int) -> tuple[bytes, int]:
+def _held(rest: bytes, limit: int) -> tuple[bytearray, int]:
     """What to keep of a line's start (and how much of it is passed over when it is already too long)."""
-    return (b"", len(rest)) if len(rest) > limit else (rest, 0)
+    return (bytearray(), len(rest)) if len(rest) > limit else (bytearray(rest), 0)
 
 
 class JsonDocument(JsonLines):
