@@ -9,11 +9,7 @@ one. The TypeScript SDK and its Node are installed from tests/acp/node/package-l
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
@@ -21,14 +17,12 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from dsh_host.mcp.catalog import PAGE_SIZE
 from dsh_session_reference import encode_uri, format_mention
 from tests.mcp.corpus import Corpus, import_many, write_corpus
+from tests.mcp.typescript_client import node_binary, run_ts_client
 from tests.processes import dsh_command, hermetic_env
 
 # Sessions written by agents on the scripted model; bulk sessions are imported empty.
 pytestmark = pytest.mark.foreign_logs
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "acp" / "node"
-NODE_BIN = Path(os.environ.get("DSH_ACP_NODE_BIN") or NODE_DIR / "node_modules" / ".bin")
-TS_CLIENT = Path(__file__).with_name("ts_client.cjs")
 BULK = PAGE_SIZE + 30
 
 
@@ -99,29 +93,7 @@ async def test_the_python_sdk_client_searches_reads_and_pages(stored, titles, tm
 
 @pytest.fixture
 def node() -> Path:
-    """Node 22 and the TypeScript SDK, or a skip (a failure in CI) naming how to install them."""
-    if not (NODE_BIN / "node").exists() or not (NODE_BIN.parent / "@modelcontextprotocol" / "sdk").is_dir():
-        missing = (
-            f"node or @modelcontextprotocol/sdk missing under {NODE_BIN.parent} "
-            f"(run: npm install --prefix {NODE_DIR} --no-save)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    return NODE_BIN / "node"
-
-
-def run_ts_client(node: Path, request: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(node), str(TS_CLIENT), json.dumps(request)],
-        capture_output=True,
-        text=True,
-        env={**env, "NODE_PATH": str(NODE_BIN.parent)},
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    return json.loads(done.stdout)
+    return node_binary()
 
 
 async def test_the_typescript_sdk_client_searches_reads_and_pages(stored, tmp_path, node):

@@ -19,9 +19,11 @@ import queue
 import stat
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
@@ -39,6 +41,8 @@ BATCH_BYTES = 64 * 1024 * 1024
 BATCH_SECONDS = 0.5
 SLOT_POLL_SECONDS = 0.05
 """How often a build waiting for another source of the same data dir checks its cancel."""
+F = TypeVar("F")
+"""The format a build reads: a `TranscriptFormat` (files) or a `StoreFormat` (stores)."""
 _SLOTS: dict[Path, threading.Lock] = {}
 _SLOTS_LOCK = threading.Lock()
 
@@ -110,10 +114,14 @@ class BuildLock:
             self._fd = None
 
 
-class Builder:
-    """Builds one source's index (see the module's docstring); `progress` says how far it is."""
+class IndexBuild(ABC, Generic[F]):
+    """What every build of a source's index shares: its lock, its progress and how it is run and told.
 
-    def __init__(self, name: str, fmt: TranscriptFormat, index: SourceIndex) -> None:
+    A subclass says what a build does (`_build`): `Builder` for an agent's files, `StoreUpdates`
+    (`stores`) for an agent that keeps its sessions in one store.
+    """
+
+    def __init__(self, name: str, fmt: F, index: SourceIndex) -> None:
         self.name = name
         self.format = fmt
         self.index = index
@@ -123,6 +131,19 @@ class Builder:
     def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
         """Build now; False when another process is the builder or `cancel` came first (nothing was done)."""
         return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
+
+    @abstractmethod
+    def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
+        """Bring the index up to date, telling `report` how far it is (run while holding the lock)."""
+
+    def _tell(self, report: Callable[[IndexProgress], None]) -> None:
+        with contextlib.suppress(Exception):  # recording how far a build is must never stop it
+            self.index.record_build(self.progress)
+        report(self.progress)
+
+
+class Builder(IndexBuild[TranscriptFormat]):
+    """Builds one source's index from its files (see the module's docstring); `progress` says how far it is."""
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
         sweep(self.index.path.parent, process_alive)
@@ -201,11 +222,6 @@ class Builder:
                 _IDLE.keep(workers)
             else:  # tasks in flight (cancelled) or a worker gone: never handed to another build
                 workers.close()
-
-    def _tell(self, report: Callable[[IndexProgress], None]) -> None:
-        with contextlib.suppress(Exception):
-            self.index.record_build(self.progress)
-        report(self.progress)
 
 
 class _IdleWorkers:

@@ -12,7 +12,6 @@ cannot be read (locked, corrupt) keeps what the index holds of it and is reporte
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -21,8 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dsh_host.sources import IndexProgress
-from dsh_sources.build import BuildLock, run_alone
-from dsh_sources.index import SourceIndex
+from dsh_sources.build import IndexBuild
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import StoreFormat, StoreRead
 
@@ -30,19 +28,11 @@ if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
 
 
-class StoreUpdates:
-    """Brings one source's stores into the index (see the module's docstring); `progress` says how far."""
+class StoreUpdates(IndexBuild[StoreFormat]):
+    """Brings one source's stores into the index (see the module's docstring); `progress` says how far.
 
-    def __init__(self, name: str, fmt: StoreFormat, index: SourceIndex) -> None:
-        self.name = name
-        self.format = fmt
-        self.index = index
-        self.progress = IndexProgress()
-        self._lock = BuildLock(index.path.parent / f"build-{name}.lock")
-
-    def run(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> bool:
-        """Bring every store up to date; False when another process is the builder or `cancel` came first."""
-        return run_alone(self.index, self._lock, cancel, lambda: self._build(cancel, report))
+    `run` brings every store up to date.
+    """
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
         listed = list(self.format.stores())
@@ -63,11 +53,6 @@ class StoreUpdates:
             self._tell(report)
         self.progress = replace(self.progress, building=False, complete=not cancel.is_set())
         self._tell(report)
-
-    def _tell(self, report: Callable[[IndexProgress], None]) -> None:
-        with contextlib.suppress(Exception):  # recording how far a build is must never stop it
-            self.index.record_build(self.progress)
-        report(self.progress)
 
     def _stale(self, path: str) -> bool:
         """Whether the store looks different from when it was last read (or has no signature to compare)."""
