@@ -1,8 +1,8 @@
 """`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--gemini-gb G] [--opencode-gb G]`: write the corpus.
 
 It prints what was written as JSON. `--opencode-gb G` also writes an OpenCode data folder,
-`OUT_DIR/opencode/opencode.db` of about G GB (mount it as `[sources.opencode] dir`); without
-it nothing of OpenCode is written.
+`OUT_DIR/opencode/opencode.db` of about G GB, a quarter of it one big session (mount it as
+`[sources.opencode] dir`); without it nothing of OpenCode is written.
 """
 
 from __future__ import annotations
