@@ -1,14 +1,33 @@
 """Session-source benchmarks at the sizes heavy users keep: gigabytes of other agents' sessions.
 
-The corpus is written once per run by `bench.corpus` (format-faithful Claude Code transcripts
-and Codex rollouts made from synthesized records; most bytes are tool output): about
-`DSH_BENCH_SOURCES_GB` GB (default 2; 0.1 for a quick run), 55 % Claude Code and 45 % Codex, one
-Claude Code transcript of a quarter of it (500 MB at 2 GB, records under 8 MB, a few of several
-MB), one Codex rollout of 17.5 % (350 MB), and 5,000 small sessions per GB (10,000 at 2 GB).
-The sources are driven through the public API only: a host mounting `claude-code` and `codex` on
-the corpus. A build is `build_index()` where the source is a `dsh_host.sources.IndexedSource`,
-else a listing (which refreshes the index). `DSH_BENCH_SOURCES_ROUNDS` (default 3) sets the
-rounds of the costly figures.
+The corpus is written once per run by `bench.corpus` (format-faithful sessions made from
+synthesized records; most bytes are tool output): about `DSH_BENCH_SOURCES_GB` GB (default 2;
+0.1 for a quick run). `DSH_BENCH_SOURCES_ROUNDS` (default 3) sets the rounds of the costly
+figures. `DSH_BENCH_SOURCES_AGENTS` picks which agents (2 unless set; any other value than 2 or 4
+is refused in one line):
+
+- 2 (issue 37's bench, its figures as they always were): 55 % Claude Code and 45 % Codex, one
+  Claude Code transcript of a quarter of it (500 MB at 2 GB, records under 8 MB, a few of several
+  MB), one Codex rollout of 17.5 % (350 MB), and 5,000 small sessions per GB (10,000 at 2 GB),
+  with `claude-code` and `codex` mounted. Its figures are listed below.
+- 4 (issue 39's: the four agents together): the same total spread as half Claude Code and Codex
+  (split 55/45 as above, so a 250 MB transcript and a 175 MB rollout at 2 GB), a quarter Gemini
+  CLI JSON lines (its big session a quarter of that: 125 MB) and a quarter one OpenCode database
+  (its big session likewise about 125 MB of rows), about 10,000 sessions in all at 2 GB, with all
+  four sources mounted. Its figures are those below named `sources4_` for `sources_`, with the
+  same goals: the cold-build three (`sources4_cold_build_2gb`, whose bare loop also opens the
+  OpenCode database and decodes every message and part row's JSON once; `..._peak_rss`;
+  `..._rss_doubling`, where the largest file is the database: it is written again with its big
+  session longer by the database's size), `sources4_mcp_first_search_cold_home`, the warm
+  `sources4_list_10k_warm` and `sources4_search_10k_warm`, and the warm reads of the big
+  Gemini CLI and OpenCode sessions (`sources4_read_surface_gemini_125mb_warm`,
+  `sources4_read_surface_opencode_125mb_warm` and their `_bytes_read`). The warm reads of the
+  big transcript and rollout and the read after an append are the two-agent run's (those
+  sources read them the same way whoever else is mounted).
+
+The sources are driven through the public API only: a host mounting the sources on the corpus.
+A build is `build_index()` where the source is a `dsh_host.sources.IndexedSource`, else a
+listing (which refreshes the index).
 
 - `sources_cold_build_2gb`: a cold build of both sources' indexes (a fresh data dir each round,
   in a child process) against the bare loop (a child process that reads every corpus file and
@@ -70,7 +89,7 @@ from bench.corpus import (
 )
 from bench.mcp import INITIALIZE, dsh_path
 from bench.process_tree import Run, run_measured
-from bench.source_build import SOURCES, config_mapping
+from bench.source_build import config_mapping
 from bench.timing import Figure, Timing, best_of, interleaved
 from dsh_host import Config, Event, Host, SurfaceSnapshot
 from dsh_host.testing import private_homes
@@ -80,6 +99,40 @@ ROUNDS = int(os.environ.get("DSH_BENCH_SOURCES_ROUNDS", "3"))
 ROOT = Path(__file__).resolve().parents[1]
 MCP_TIMEOUT = 1800.0
 APPEND_BYTES = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What one run measures: issue 37's two agents (`agents` 2), or all four sharing the corpus's size."""
+
+    agents: int
+
+    @classmethod
+    def from_environment(cls) -> Variant:
+        """The variant `DSH_BENCH_SOURCES_AGENTS` names (2 unless set); anything but 2 or 4 exits with one line."""
+        value = os.environ.get("DSH_BENCH_SOURCES_AGENTS", "2")
+        if value.strip() not in ("2", "4"):
+            raise SystemExit(f"DSH_BENCH_SOURCES_AGENTS must be 2 or 4, not {value!r}")
+        return cls(int(value))
+
+    def name(self, figure: str) -> str:
+        """A figure's name: `sources_<figure>` for two agents (as before), `sources4_<figure>` for four."""
+        if self.agents == 2:
+            return "mcp_first_search_cold_home" if figure == "mcp_first_search_cold_home" else f"sources_{figure}"
+        return f"sources4_{figure}"
+
+    def corpus(self, out: Path) -> Corpus:
+        """`GB` GB: all of it Claude Code and Codex, or half of it with a quarter each of Gemini CLI and OpenCode."""
+        if self.agents == 2:
+            return generate(out, gb=GB)
+        return generate(out, gb=GB / 2, gemini_gb=GB / 4, opencode_gb=GB / 4)
+
+    def big_sessions(self, corpus: Corpus) -> list[tuple[SessionFile, str]]:
+        """The big sessions whose warm reads are measured, each with its figures' label."""
+        if self.agents == 2:
+            return [(corpus.big_claude, "500mb"), (corpus.big_codex, "codex_350mb")]
+        assert corpus.big_gemini is not None and corpus.opencode is not None
+        return [(corpus.big_gemini, "gemini_125mb"), (corpus.opencode.big, "opencode_125mb")]
 
 
 def _child(*argv: str) -> tuple[Run, dict[str, Any]]:
@@ -92,17 +145,26 @@ def _start(mapping: dict[str, object]) -> Host:
 
 
 def _source_host(data_dir: Path, corpus: Corpus) -> Host:
-    return _start(config_mapping(str(data_dir), corpus.claude_dir, corpus.codex_dir))
+    return _start(config_mapping(str(data_dir), corpus.dirs()))
 
 
 def _cold_build(data: Path, corpus: Corpus) -> tuple[Run, float]:
-    """A cold build of both indexes into the empty `data`: the measured child and the seconds it reports."""
-    run, result = _child("build", str(data), corpus.claude_dir, corpus.codex_dir)
-    assert result["sessions"] == corpus.files, (result, corpus.files)
+    """A cold build of every index into the empty `data`: the measured child and the seconds it reports."""
+    run, result = _child("build", str(data), *(f"{name}={folder}" for name, folder in corpus.dirs().items()))
+    assert result["sessions"] == corpus.sessions, (result, corpus.sessions)
     return run, float(result["seconds"])
 
 
-def build_figures(tmp: Path, corpus: Corpus) -> tuple[list[Figure], Path]:
+def _size(corpus: Corpus) -> str:
+    database = "" if corpus.opencode is None else f" and an OpenCode database of {corpus.opencode.bytes / 1e6:.0f} MB"
+    return f"{corpus.bytes / 1e9:.2f} GB in {corpus.files} files{database}, {corpus.sessions} sessions"
+
+
+def _largest(corpus: Corpus) -> str:
+    return "the OpenCode database" if corpus.database_is_largest else "the big transcript"
+
+
+def build_figures(tmp: Path, corpus: Corpus, variant: Variant) -> tuple[list[Figure], Path]:
     """The cold-build figures, and the data dir the last build left (a warm index)."""
     bare_seconds: list[float] = []
     bare_runs: list[Run] = []
@@ -118,25 +180,26 @@ def build_figures(tmp: Path, corpus: Corpus) -> tuple[list[Figure], Path]:
         run, seconds = _cold_build(data, corpus)
         build_runs.append(run)
         build_seconds.append(seconds)
-    size = f"{corpus.bytes / 1e9:.2f} GB in {corpus.files} files"
+    size = _size(corpus)
     cpu = max(run.cpu / run.wall for run in build_runs)
     bare_cpu = max(run.cpu / run.wall for run in bare_runs)
     peak = max(run.peak_mb for run in build_runs)
     written = corpus.bytes / 1e6 / corpus.seconds
-    largest = f"largest file {corpus.big_claude.bytes / 1e6:.0f} MB"
+    largest = f"largest file {_largest(corpus)}, {corpus.largest_bytes / 1e6:.0f} MB"
+    every = "both indexes" if variant.agents == 2 else f"all {variant.agents} indexes"
     figures = [
         Figure.timed(
-            "sources_cold_build_2gb",
+            variant.name("cold_build_2gb"),
             Timing(tuple(build_seconds)),
             Timing(tuple(bare_seconds)),
             target=1.0,
             note=(
-                f"cold build of both indexes over {size} vs reading and decoding every line once; build "
+                f"cold build of {every} over {size} vs reading and decoding every line and row once; build "
                 f"CPU/wall {cpu:.2f} (bare loop {bare_cpu:.2f}); corpus written at {written:.0f} MB/s"
             ),
         ),
         Figure(
-            "sources_cold_build_peak_rss",
+            variant.name("cold_build_peak_rss"),
             peak,
             max(run.peak_mb for run in bare_runs),
             unit="MB",
@@ -149,13 +212,13 @@ def build_figures(tmp: Path, corpus: Corpus) -> tuple[list[Figure], Path]:
     doubled_run, _ = _cold_build(tmp / "build-doubled", doubled)
     figures.append(
         Figure(
-            "sources_cold_build_rss_doubling",
+            variant.name("cold_build_rss_doubling"),
             doubled_run.peak_mb,
             peak,
             unit="MB",
             target=1.10,
-            note=f"peak RSS of the cold build with the largest file doubled ({doubled.big_claude.bytes / 1e6:.0f} MB) "
-            "vs as it is",
+            note=f"peak RSS of the cold build with the largest file, {_largest(corpus)}, doubled "
+            f"({doubled.largest_bytes / 1e6:.0f} MB) vs as it is",
         )
     )
     shutil.rmtree(tmp / "build-doubled")
@@ -212,15 +275,15 @@ class _McpClient:
         return time.perf_counter() - start
 
 
-def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
+def mcp_figure(tmp: Path, corpus: Corpus, variant: Variant) -> Figure:
     home = tmp / "mcp-home"
     home.mkdir()
     config = tmp / "mcp.toml"
+    dirs = corpus.dirs()
     config.write_text(
         "[host]\n"
-        f"plugins = {orjson.dumps(['session-reference', 'mcp', *SOURCES]).decode()}\n"
-        f'[sources.claude-code]\ndir = "{corpus.claude_dir}"\n'
-        f'[sources.codex]\ndir = "{corpus.codex_dir}"\n'
+        f"plugins = {orjson.dumps(['session-reference', 'mcp', *dirs]).decode()}\n"
+        + "".join(f'[sources.{name}]\ndir = "{folder}"\n' for name, folder in dirs.items())
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("DSH_")}
     env.update(private_homes(home), DSH_HOME=str(tmp / "mcp-data"), DSH_CONFIG=str(config))
@@ -242,7 +305,7 @@ def mcp_figure(tmp: Path, corpus: Corpus) -> Figure:
         return len((result.get("structuredContent") or {}).get("sessions", []))
 
     return Figure(
-        "mcp_first_search_cold_home",
+        variant.name("mcp_first_search_cold_home"),
         cold,
         warm,
         unit="s",
@@ -263,7 +326,7 @@ def _import_all(source_host: Host, stored: Host) -> dict[str, str]:
     so a store listing reads titles as a source listing shows them.
     """
     copies: dict[str, str] = {}
-    for name in SOURCES:
+    for name in source_host.sources.names:
         source = source_host.sources.get(name)
         for row in source.list_sessions():
             header, events = source.read_events(row.id)
@@ -281,7 +344,7 @@ def _run(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> Callable[[
     return lambda: loop.run_until_complete(make())
 
 
-def listing_figures(source_host: Host, stored: Host, corpus: Corpus) -> Iterator[Figure]:
+def listing_figures(source_host: Host, stored: Host, corpus: Corpus, variant: Variant) -> Iterator[Figure]:
     sources, store = source_host.services.session_query, stored.services.session_query
     loop = asyncio.new_event_loop()
     try:
@@ -290,16 +353,16 @@ def listing_figures(source_host: Host, stored: Host, corpus: Corpus) -> Iterator
         )
         assert {row.id for row in planted} == set(corpus.planted), planted
         listed = loop.run_until_complete(sources.list_sessions())
-        assert len(listed) == corpus.files == len(loop.run_until_complete(store.list_sessions()))
+        assert len(listed) == corpus.sessions == len(loop.run_until_complete(store.list_sessions()))
         list_sources, list_store = interleaved(
             _run(loop, sources.list_sessions), _run(loop, store.list_sessions), rounds=5, repeat=3
         )
         yield Figure.timed(
-            "sources_list_10k_warm",
+            variant.name("list_10k_warm"),
             list_sources,
             list_store,
             target=1.5,
-            note=f"list_sessions of {corpus.files} source sessions (index warm) vs of {corpus.files} stored ones",
+            note=f"list_sessions of {corpus.sessions} source sessions (index warm) vs of {corpus.sessions} stored ones",
         )
         cwd = corpus.big_claude.cwd
 
@@ -311,11 +374,11 @@ def listing_figures(source_host: Host, stored: Host, corpus: Corpus) -> Iterator
         )
         search_sources, search_store = interleaved(search(sources), search(store), rounds=5, repeat=3)
         yield Figure.timed(
-            "sources_search_10k_warm",
+            variant.name("search_10k_warm"),
             search_sources,
             search_store,
             target=1.5,
-            note=f"search_candidates '{SEARCH_TOPIC}' ({len(found)} found) over {corpus.files} source sessions "
+            note=f"search_candidates '{SEARCH_TOPIC}' ({len(found)} found) over {corpus.sessions} source sessions "
             "(index warm) vs over the same stored",
         )
     finally:
@@ -329,8 +392,10 @@ def _rchar() -> int:
     raise RuntimeError("/proc/self/io has no rchar")
 
 
-def read_figures(source_host: Host, stored: Host, big: SessionFile, copy: str, label: str) -> Iterator[Figure]:
-    """`sources_read_surface_<label>_warm` and `..._bytes_read` of one big file against its stored copy."""
+def read_figures(
+    source_host: Host, stored: Host, big: SessionFile, copy: str, label: str, variant: Variant
+) -> Iterator[Figure]:
+    """`<prefix>_read_surface_<label>_warm` and `..._bytes_read` of one big session against its stored copy."""
     source = source_host.sources.get(big.session_id.partition(":")[0])
     sid = big.session_id
     mine, theirs = source.read_surface(sid), stored.store.read_surface(copy)
@@ -340,7 +405,7 @@ def read_figures(source_host: Host, stored: Host, big: SessionFile, copy: str, l
         lambda: source.read_surface(sid), lambda: stored.store.read_surface(copy), rounds=5, repeat=3
     )
     yield Figure.timed(
-        f"sources_read_surface_{label}_warm",
+        variant.name(f"read_surface_{label}_warm"),
         read,
         store,
         target=1.5,
@@ -354,19 +419,28 @@ def read_figures(source_host: Host, stored: Host, big: SessionFile, copy: str, l
     stored.store.read_surface(copy)
     store_bytes = _rchar() - before
     yield Figure(
-        f"sources_read_surface_{label}_bytes_read",
+        variant.name(f"read_surface_{label}_bytes_read"),
         read_bytes / 1e6,
         store_bytes / 1e6,
         unit="MB",
         target=4.0,
         absolute=True,
         note=f"bytes read (rchar) by one warm read_surface of {what}, index reads included "
-        "(an upper bound of what it read of the file), vs the store's read",
+        f"(an upper bound of what it read of the {'database' if sid.startswith('opencode:') else 'file'}), "
+        "vs the store's read",
     )
 
 
+_KINDS = {
+    "claude-code": "transcript",
+    "codex": "rollout",
+    "gemini-cli": "Gemini CLI session",
+    "opencode": "OpenCode session",
+}
+
+
 def _kind(session_id: str) -> str:
-    return "transcript" if session_id.startswith("claude-code:") else "rollout"
+    return _KINDS[session_id.partition(":")[0]]
 
 
 def append_figure(tmp: Path, source_host: Host, corpus: Corpus) -> Figure:
@@ -383,7 +457,9 @@ def append_figure(tmp: Path, source_host: Host, corpus: Corpus) -> Figure:
         warm.append(best_of(lambda: source.read_surface(sid), repeat=1))
         home = tmp / f"one-mb-{round_}" / "claude"
         other = write_claude_session(home, APPEND_BYTES, seed=2000 + round_)
-        fresh = _start(config_mapping(str(tmp / f"one-mb-data-{round_}"), str(home), str(empty)))
+        fresh = _start(
+            config_mapping(str(tmp / f"one-mb-data-{round_}"), {"claude-code": str(home), "codex": str(empty)})
+        )
         one = fresh.sources.get("claude-code")
         cold.append(best_of(lambda: one.read_surface(other.session_id), repeat=1))  # noqa: B023
         fresh.close()
@@ -398,18 +474,20 @@ def append_figure(tmp: Path, source_host: Host, corpus: Corpus) -> Figure:
 
 
 def figures(tmp: Path) -> Iterator[Figure]:
-    corpus = generate(tmp / "corpus", gb=GB)
-    built, warm_data = build_figures(tmp, corpus)
+    variant = Variant.from_environment()
+    corpus = variant.corpus(tmp / "corpus")
+    built, warm_data = build_figures(tmp, corpus, variant)
     yield from built
-    yield mcp_figure(tmp, corpus)
+    yield mcp_figure(tmp, corpus, variant)
     source_host = _source_host(warm_data, corpus)
     stored = _start({"host": {"plugins": ["session-reference"], "data_dir": str(tmp / "stored")}})
     try:
         copies = _import_all(source_host, stored)
-        yield from listing_figures(source_host, stored, corpus)
-        for big, label in ((corpus.big_claude, "500mb"), (corpus.big_codex, "codex_350mb")):
-            yield from read_figures(source_host, stored, big, copies[big.session_id], label)
-        yield append_figure(tmp, source_host, corpus)
+        yield from listing_figures(source_host, stored, corpus, variant)
+        for big, label in variant.big_sessions(corpus):
+            yield from read_figures(source_host, stored, big, copies[big.session_id], label, variant)
+        if variant.agents == 2:
+            yield append_figure(tmp, source_host, corpus)
     finally:
         source_host.close()
         stored.close()

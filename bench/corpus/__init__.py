@@ -1,4 +1,5 @@
-"""A synthetic, format-faithful home of agent sessions (Claude Code, Codex; Gemini CLI when asked), for the benchmarks.
+"""A synthetic, format-faithful home of agent sessions for the benchmarks: Claude Code, Codex, and when asked Gemini CLI
+and OpenCode.
 
 `generate(out, gb)` writes about `gb` GB: 55 % Claude Code transcripts under
 `out/claude/projects/<escaped cwd>/<uuid>.jsonl`, 45 % Codex rollouts under
@@ -14,12 +15,15 @@ as v0.44+ writes them) under `out/gemini/tmp/<project slug>/chats/session-*.json
 project's `.project_root` and `projects.json`: a quarter of them one big session with
 compressions, the rest about 5,000 small sessions per GB. They come after everything else and
 from their own random streams, so the Claude Code and Codex files are the same bytes with or
-without them; the default (0) writes none and reports as before.
+without them; the default (0) writes none and reports as before. With `opencode_gb`
+(`--opencode-gb G`) it writes an OpenCode data folder too, `out/opencode/opencode.db` of about G
+GB (`opencode.generate_opencode`: a quarter of it one big session), likewise apart.
 
-Every record is made here (`material`, `claude`, `codex`): no real transcript is read or kept.
-Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--big-claude-gb G] [--big-codex-gb G] [--gemini-gb G]`
-(it prints what it wrote); `--gb 9 --big-claude-gb 1.06 --big-codex-gb 0.7` is a home like the
-one issue 37's table was measured on.
+Every record is made here (`material`, `claude`, `codex`, `gemini`, `opencode`): no real
+transcript is read or kept. Run it as `python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N]
+[--big-claude-gb G] [--big-codex-gb G] [--gemini-gb G] [--opencode-gb G]` (it prints what it
+wrote); `--gb 9 --big-claude-gb 1.06 --big-codex-gb 0.7` is a home like the one issue 37's table
+was measured on.
 """
 
 from __future__ import annotations
@@ -47,14 +51,17 @@ from bench.corpus.material import (
     Clock,
     Habits,
     Ids,
+    SessionFile,
     Texts,
 )
+from bench.corpus.opencode import OpenCodeCorpus, generate_opencode
 
 __all__ = [
     "PLANTED_PHRASE",
     "RECORD_CAP",
     "SEARCH_TOPIC",
     "Corpus",
+    "OpenCodeCorpus",
     "SessionFile",
     "append_claude",
     "double_largest",
@@ -69,16 +76,6 @@ BIG_GEMINI_SHARE = 0.25
 SESSIONS_PER_GB = 5_000
 MAX_SESSIONS = 10_000
 _BUFFER = 1 << 20
-
-
-@dataclass(frozen=True)
-class SessionFile:
-    """One session file the generator wrote: where it is, its session id (with the source's prefix), cwd and size."""
-
-    path: str
-    session_id: str
-    cwd: str
-    bytes: int
 
 
 @dataclass(frozen=True)
@@ -101,20 +98,52 @@ class Corpus:
     gemini_files: int = 0
     gemini_bytes: int = 0
     big_gemini: SessionFile | None = None
+    opencode: OpenCodeCorpus | None = None
+    """The OpenCode data folder (`[sources.opencode] dir`) and its database, when asked for."""
 
     @property
     def files(self) -> int:
+        """The session files (an OpenCode database, holding many sessions, is not counted)."""
         return self.claude_files + self.codex_files + self.gemini_files
 
     @property
+    def sessions(self) -> int:
+        """The sessions the sources list: one per file, and the OpenCode database's root sessions."""
+        return self.files + (0 if self.opencode is None else self.opencode.sessions)
+
+    @property
     def bytes(self) -> int:
-        return self.claude_bytes + self.codex_bytes + self.gemini_bytes
+        return self.claude_bytes + self.codex_bytes + self.gemini_bytes + self.opencode_bytes
+
+    @property
+    def opencode_bytes(self) -> int:
+        return 0 if self.opencode is None else self.opencode.bytes
+
+    def dirs(self) -> dict[str, str]:
+        """Each source's folder (`[sources.<name>] dir`), for the agents written."""
+        dirs = {"claude-code": self.claude_dir, "codex": self.codex_dir}
+        if self.gemini_dir is not None:
+            dirs["gemini-cli"] = self.gemini_dir
+        if self.opencode is not None:
+            dirs["opencode"] = self.opencode.dir
+        return dirs
+
+    @property
+    def database_is_largest(self) -> bool:
+        """Whether the OpenCode database is larger than the big transcript (the largest of the other files)."""
+        return self.opencode is not None and self.opencode.bytes > self.big_claude.bytes
+
+    @property
+    def largest_bytes(self) -> int:
+        return self.opencode_bytes if self.database_is_largest else self.big_claude.bytes
 
     def as_json(self) -> dict[str, object]:
         out = asdict(self)
         if self.gemini_dir is None:
             for key in ("gemini_dir", "gemini_files", "gemini_bytes", "big_gemini"):
                 del out[key]
+        if self.opencode is None:
+            del out["opencode"]
         out.update(
             files=self.files,
             bytes=self.bytes,
@@ -242,15 +271,19 @@ def generate(
     big_claude_gb: float | None = None,
     big_codex_gb: float | None = None,
     gemini_gb: float = 0.0,
+    opencode_gb: float = 0.0,
 ) -> Corpus:
     """Write the corpus into `out` (which should be empty) and say what was written.
 
     The two big files are 25 % and 17.5 % of `gb` unless `big_claude_gb` / `big_codex_gb` say
     otherwise (the issue's 9 GB home had a 1.06 GB transcript and a 700 MB rollout). With
-    `gemini_gb`, about that much of Gemini CLI sessions besides (see the module's docstring).
+    `gemini_gb`, about that much of Gemini CLI sessions besides, and with `opencode_gb` an OpenCode
+    database of about that size (see the module's docstring).
     """
     if gemini_gb < 0:
         raise ValueError(f"--gemini-gb must not be negative, not {gemini_gb}")
+    if opencode_gb < 0:
+        raise ValueError(f"--opencode-gb must not be negative, not {opencode_gb}")
     big_claude_size = int((gb * BIG_CLAUDE_SHARE if big_claude_gb is None else big_claude_gb) * 1e9)
     codex_big_size = int((gb * BIG_CODEX_SHARE if big_codex_gb is None else big_codex_gb) * 1e9)
     if gb <= 0:
@@ -290,6 +323,7 @@ def generate(
         if plant:
             planted_ids.append(written.session_id)
     gemini = _gemini(out, seed, gemini_gb) if gemini_gb else None
+    opencode = generate_opencode(out / "opencode", opencode_gb, seed=seed) if opencode_gb else None
     return Corpus(
         root=str(out),
         claude_dir=str(home.claude),
@@ -306,6 +340,7 @@ def generate(
         gemini_files=0 if gemini is None else gemini[0].counts["gemini"][0],
         gemini_bytes=0 if gemini is None else gemini[0].counts["gemini"][1],
         big_gemini=None if gemini is None else gemini[1],
+        opencode=opencode,
     )
 
 
@@ -326,36 +361,54 @@ def _gemini(out: Path, seed: int, gb: float) -> tuple[_Home, SessionFile]:
 
 
 def double_largest(corpus: Corpus, out: Path, seed: int = 0) -> Corpus:
-    """The same home in `out` (hard links), except that its big transcript is twice as long."""
-    big = Path(corpus.big_claude.path)
-    for name in ("claude", "codex", "gemini"):
+    """The same home in `out` (hard links), except that its largest file is twice as long.
+
+    That is the big Claude Code transcript, or the OpenCode database where it is larger: the
+    database is written again with the same sessions but its big one longer by the database's
+    size (the rows of the other sessions are the same).
+    """
+    for name in ("claude", "codex", "gemini", "opencode"):
         if (Path(corpus.root) / name).is_dir():
             shutil.copytree(Path(corpus.root) / name, out / name, copy_function=os.link)
-    copy = out / big.relative_to(corpus.root)
+    moved = _moved(corpus, out)
+    if corpus.opencode is not None and moved.opencode is not None and corpus.database_is_largest:
+        asked = corpus.opencode
+        shutil.rmtree(moved.opencode.dir)
+        longer = asked.big_gb + asked.bytes / 1e9
+        return replace(moved, opencode=generate_opencode(Path(moved.opencode.dir), asked.gb, asked.seed, big_gb=longer))
+    copy = Path(moved.big_claude.path)
     copy.unlink()
     rng = random.Random(seed)
     home = _Home(out, rng, Blobs(random.Random(seed + 1)))
     session = corpus.big_claude.session_id.partition(":")[2].encode()
     doubled = _big_claude(home, 2 * corpus.big_claude.bytes, corpus.big_claude.cwd, session_id=session)
-    extra = doubled.bytes - corpus.big_claude.bytes
-    return Corpus(
+    return replace(
+        moved, claude_bytes=corpus.claude_bytes + doubled.bytes - corpus.big_claude.bytes, big_claude=doubled
+    )
+
+
+def _moved(corpus: Corpus, out: Path) -> Corpus:
+    """`corpus` with every path under `out` instead of its root."""
+
+    def at(path: str) -> str:
+        return str(out / Path(path).relative_to(corpus.root))
+
+    def moved(written: SessionFile) -> SessionFile:
+        return replace(written, path=at(written.path))
+
+    opencode = corpus.opencode
+    return replace(
+        corpus,
         root=str(out),
-        claude_dir=str(out / "claude"),
-        codex_dir=str(out / "codex"),
-        claude_files=corpus.claude_files,
-        claude_bytes=corpus.claude_bytes + extra,
-        codex_files=corpus.codex_files,
-        codex_bytes=corpus.codex_bytes,
-        big_claude=doubled,
-        big_codex=corpus.big_codex,
-        planted=corpus.planted,
-        seconds=corpus.seconds,
-        gemini_dir=None if corpus.gemini_dir is None else str(out / "gemini"),
-        gemini_files=corpus.gemini_files,
-        gemini_bytes=corpus.gemini_bytes,
-        big_gemini=None
-        if corpus.big_gemini is None
-        else replace(corpus.big_gemini, path=str(out / Path(corpus.big_gemini.path).relative_to(corpus.root))),
+        claude_dir=at(corpus.claude_dir),
+        codex_dir=at(corpus.codex_dir),
+        big_claude=moved(corpus.big_claude),
+        big_codex=moved(corpus.big_codex),
+        gemini_dir=None if corpus.gemini_dir is None else at(corpus.gemini_dir),
+        big_gemini=None if corpus.big_gemini is None else moved(corpus.big_gemini),
+        opencode=None
+        if opencode is None
+        else replace(opencode, dir=at(opencode.dir), database=at(opencode.database), big=moved(opencode.big)),
     )
 
 

@@ -1,8 +1,8 @@
 """`python -m bench.corpus OUT_DIR [--gb 2.0] [--seed N] [--gemini-gb G] [--opencode-gb G]`: write the corpus.
 
 It prints what was written as JSON. `--opencode-gb G` also writes an OpenCode data folder,
-`OUT_DIR/opencode/opencode.db` of about G GB (mount it as `[sources.opencode] dir`); without
-it nothing of OpenCode is written.
+`OUT_DIR/opencode/opencode.db` of about G GB, a quarter of it one big session (mount it as
+`[sources.opencode] dir`); without it nothing of OpenCode is written.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from bench.corpus import generate
-from bench.corpus.opencode import generate_opencode
 
 
 def main(argv: list[str]) -> int:
@@ -48,13 +46,11 @@ def main(argv: list[str]) -> int:
             big_claude_gb=args.big_claude_gb,
             big_codex_gb=args.big_codex_gb,
             gemini_gb=args.gemini_gb,
+            opencode_gb=args.opencode_gb or 0.0,
         )
-        written = corpus.as_json()
-        if args.opencode_gb is not None:
-            written["opencode"] = asdict(generate_opencode(args.out / "opencode", args.opencode_gb, seed=args.seed))
     except ValueError as error:
         parser.error(str(error))
-    print(json.dumps(written, indent=2))
+    print(json.dumps(corpus.as_json(), indent=2))
     return 0
 
 

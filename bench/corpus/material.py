@@ -272,6 +272,16 @@ class Texts:
         return f"We worked on the {self.topic} and changed the {self._rng.choice(_PLACES)}; tests pass.".encode()
 
 
+@dataclass(frozen=True)
+class SessionFile:
+    """One session the generator wrote: its file (or database), session id (with the source's prefix), cwd and size."""
+
+    path: str
+    session_id: str
+    cwd: str
+    bytes: int
+
+
 @dataclass
 class Habits:
     """How often a session does the rarer things (per turn), and where it puts records of megabytes."""

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.corpus.material import BASE_MS, CWDS, DAY_MS, TOPICS, Blobs, Texts
+from bench.corpus.material import BASE_MS, CWDS, DAY_MS, TOPICS, Blobs, SessionFile, Texts
 
 SESSIONS_PER_GB = 5_000
+BIG_SHARE = 0.25
 MAX_SESSIONS = 10_000
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -355,7 +356,11 @@ class StorageWriter(OpenCodeWriter):
 
 @dataclass(frozen=True)
 class OpenCodeCorpus:
-    """What `generate_opencode` wrote: the data folder to mount as `[sources.opencode] dir`, and counts."""
+    """What `generate_opencode` wrote: the data folder to mount as `[sources.opencode] dir`, and counts.
+
+    `sessions` counts root sessions (those listed), the big one included; `big` is the big
+    session, its `bytes` the length of its message and part rows' JSON.
+    """
 
     dir: str
     database: str
@@ -364,56 +369,67 @@ class OpenCodeCorpus:
     messages: int
     bytes: int
     seconds: float
+    big: SessionFile
+    gb: float
+    """What was asked: the size, the seed and the big session's size (the same three write the same rows)."""
+    seed: int
+    big_gb: float
 
 
-def generate_opencode(folder: Path, gb: float, seed: int = 0) -> OpenCodeCorpus:
+def generate_opencode(folder: Path, gb: float, seed: int = 0, *, big_gb: float | None = None) -> OpenCodeCorpus:
     """An OpenCode data folder holding `opencode.db` of about `gb` GB, as a heavy OpenCode user's.
 
     About 5,000 root sessions per GB (at most 10,000) of skewed sizes in the corpus's cwds, each
     exchange a prompt and a reply with reasoning, a tool call (most bytes are its output, as in
     real databases) and text; one session in 20 compacted along the way, one in 10 with a
-    subagent's child session. Closed as OpenCode leaves it: checkpointed, without -wal or -shm.
+    subagent's child session. One of them is big: `big_gb` GB (default a quarter of `gb`, as
+    Gemini CLI's), compacted a dozen times, written last from random streams of its own, so the
+    other sessions are the same rows whatever its size. Closed as OpenCode leaves it:
+    checkpointed, without -wal or -shm.
     """
+    big_gb = gb * BIG_SHARE if big_gb is None else big_gb
+    big_size = int(big_gb * 1e9)
     if gb <= 0:
         raise ValueError(f"--opencode-gb must be positive, not {gb}")
+    if big_size <= 0:
+        raise ValueError(f"the big OpenCode session must be positive, not {big_size} bytes")
     began = time.perf_counter()
     rng = random.Random(seed)
     outputs = [json.loads(b'"' + output.text + b'"') for output in Blobs(random.Random(seed + 1)).pool]
     folder.mkdir(parents=True, exist_ok=True)
     db = DatabaseWriter(folder / "opencode.db", seed=seed)
     db.conn.execute("PRAGMA synchronous = OFF")  # a generator's speed; OpenCode's own writes are what is read
-    total = gb * 1e9
+    total = gb * 1e9 * (1 - BIG_SHARE)
     count = max(5, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
-    weights = [rng.lognormvariate(0.0, 1.1) for _ in range(count)]
+    weights = [rng.lognormvariate(0.0, 1.1) for _ in range(count - 1)]
     scale = total / sum(weights)
     children = messages = 0
     for weight in weights:
         target = max(2_000, int(weight * scale))
         texts = Texts(rng, rng.choice(TOPICS))
-        cwd = rng.choice(CWDS)
-        compact_at = target // 2 if rng.random() < 0.05 else -1
         with db.transaction():
             db.clock = BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
-            sid = db.session(cwd, f"Work on the {texts.topic}")
-            written = 0
-            while written < target:
-                prompt = db.user(sid, texts.prompt().decode())
-                output = outputs[rng.randrange(len(outputs))]
-                reply = texts.reply().decode()
-                db.assistant(sid, prompt, (reply,), reasoning=texts.thinking().decode(), tool_output=output, cwd=cwd)
-                messages += 2
-                written += len(output) + 5_000  # the rows, reply, reasoning and index entries around it
-                if 0 <= compact_at <= written:
-                    compact_at = -1
-                    ask = db.compaction(sid)
-                    db.assistant(sid, ask, (texts.summary().decode(),), summary=True, cwd=cwd)
-                    messages += 2
+            cwd = rng.choice(CWDS)
+            compact_every = target // 2 if rng.random() < 0.05 else 0
+            sid, written = _session(db, rng, texts, outputs, cwd, target, compact_every)
+            messages += written
             if rng.random() < 0.1:
                 child = db.session(cwd, f"explore the {texts.topic} (@general subagent)", parent=sid)
                 task = db.user(child, texts.prompt().decode())
                 db.assistant(child, task, (texts.reply().decode(),), cwd=cwd)
                 children += 1
                 messages += 2
+    big_rng = random.Random(seed + 2)
+    with db.transaction():
+        db.clock = BASE_MS + 3 * DAY_MS
+        texts = Texts(big_rng, big_rng.choice(TOPICS))
+        sid, written = _session(db, big_rng, texts, outputs, CWDS[3], big_size, max(64_000, big_size // 12))
+        messages += written
+    (big_bytes,) = db.conn.execute(
+        "SELECT (SELECT total(length(data)) FROM message WHERE session_id = ?1)"
+        " + (SELECT total(length(data)) FROM part WHERE session_id = ?1)",
+        (sid,),
+    ).fetchone()
     db.close()
     return OpenCodeCorpus(
         dir=str(folder),
@@ -423,4 +439,37 @@ def generate_opencode(folder: Path, gb: float, seed: int = 0) -> OpenCodeCorpus:
         messages=messages,
         bytes=os.path.getsize(db.path),
         seconds=time.perf_counter() - began,
+        big=SessionFile(str(db.path), f"opencode:{sid}", CWDS[3], int(big_bytes)),
+        gb=gb,
+        seed=seed,
+        big_gb=big_gb,
     )
+
+
+def _session(
+    db: DatabaseWriter,
+    rng: random.Random,
+    texts: Texts,
+    outputs: list[str],
+    cwd: str,
+    target: int,
+    compact_every: int,
+) -> tuple[str, int]:
+    """A root session of about `target` bytes of rows, compacted every `compact_every` bytes (0: never),
+    never at its end; its id and how many messages it holds."""
+    sid = db.session(cwd, f"Work on the {texts.topic}")
+    written = messages = 0
+    next_compaction = compact_every or target
+    while written < target:
+        if written >= next_compaction:
+            next_compaction += compact_every
+            ask = db.compaction(sid)
+            db.assistant(sid, ask, (texts.summary().decode(),), summary=True, cwd=cwd)
+            messages += 2
+        prompt = db.user(sid, texts.prompt().decode())
+        output = outputs[rng.randrange(len(outputs))]
+        reply = texts.reply().decode()
+        db.assistant(sid, prompt, (reply,), reasoning=texts.thinking().decode(), tool_output=output, cwd=cwd)
+        messages += 2
+        written += len(output) + 5_000  # the rows, reply, reasoning and index entries around it
+    return sid, messages

@@ -6,11 +6,14 @@ import asyncio
 import hashlib
 import json
 import os
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.corpus import PLANTED_PHRASE, RECORD_CAP, Corpus, append_claude, double_largest, generate
+from bench.corpus.opencode import generate_opencode
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host import Host
 from dsh_sources.formats.gemini_cli import GeminiCliFormat
@@ -130,3 +133,52 @@ def test_a_size_of_no_gigabytes_for_opencode_is_refused_in_one_line(tmp_path: Pa
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith("--opencode-gb must be positive, not 0.0")
     assert not (tmp_path / "out").exists()
+
+
+def _rows(database: str, big: str) -> list[tuple[object, ...]]:
+    """Every message and part row of the sessions other than `big` (and their children)."""
+    with sqlite3.connect(f"file:{database}?mode=ro&immutable=1", uri=True) as conn:
+        return conn.execute(
+            "SELECT 'message', id, data FROM message WHERE session_id != ?1 "
+            "UNION ALL SELECT 'part', id, data FROM part WHERE session_id != ?1 ORDER BY 1, 2",
+            (big.partition(":")[2],),
+        ).fetchall()
+
+
+def test_four_agents_home_has_a_big_opencode_session_and_doubling_it_rewrites_only_the_database(
+    tmp_path: Path,
+) -> None:
+    from tests.dsh_sources.opencode_builders import opencode_source
+
+    corpus = generate(tmp_path / "a", gb=0.004, seed=3, gemini_gb=0.002, opencode_gb=0.004)
+    opencode = corpus.opencode
+    assert opencode is not None and corpus.database_is_largest and corpus.largest_bytes == opencode.bytes
+    assert set(corpus.dirs()) == {"claude-code", "codex", "gemini-cli", "opencode"}
+    assert corpus.sessions == corpus.files + opencode.sessions == 20 + 10 + 20
+    assert corpus.as_json()["opencode"]["sessions"] == opencode.sessions  # type: ignore[index]
+    source = opencode_source(Path(opencode.dir), tmp_path / "index.sqlite3")
+    listed = {row.id for row in source.list_sessions()}
+    assert len(listed) == opencode.sessions and opencode.big.session_id in listed
+    surface = source.read_surface(opencode.big.session_id)
+    markers = [event["data"].get("source") for event in surface.events if event["type"] == "user/message"]
+    assert COMPACT_CHECKPOINT_SOURCE in markers
+    source.close()
+
+    doubled = double_largest(corpus, tmp_path / "b")
+    assert doubled.opencode is not None and doubled.opencode.dir == str(tmp_path / "b" / "opencode")
+    assert 1.8 < doubled.opencode.bytes / opencode.bytes < 2.2
+    assert doubled.opencode.big.session_id == opencode.big.session_id
+    assert doubled.opencode.big.bytes > 4 * opencode.big.bytes
+    assert _rows(doubled.opencode.database, opencode.big.session_id) == _rows(
+        opencode.database, opencode.big.session_id
+    )
+    assert doubled.big_claude == replace(corpus.big_claude, path=doubled.big_claude.path)
+    for path in (tmp_path / "b").rglob("*.jsonl"):
+        assert os.path.samefile(path, tmp_path / "a" / path.relative_to(tmp_path / "b"))
+
+
+def test_a_negative_size_of_opencode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^--opencode-gb must not be negative, not -1\.0$"):
+        generate(tmp_path, gb=0.002, opencode_gb=-1.0)
+    with pytest.raises(ValueError, match=r"^the big OpenCode session must be positive, not 0 bytes$"):
+        generate_opencode(tmp_path / "opencode", 0.002, big_gb=0.0)
