@@ -224,3 +224,36 @@ def test_a_codex_session_found_twice_is_listed_once(source_host, agent_dirs):
     r.write(agent_dirs.codex, archived=True)
     rows = asyncio.run(source_host().services.session_query.list_sessions())
     assert [row.id for row in rows] == [f"codex:{r.session_id}"]
+
+
+def test_sources_of_one_index_share_a_search_until_one_of_them_is_written(source_host, agent_dirs, monkeypatch):
+    claude_session(agent_dirs.claude, "the walrus ledger")
+    rollout = CodexRollout()
+    rollout.meta()
+    rollout.user("a walrus ledger for codex")
+    rollout.write(agent_dirs.codex)
+    host = source_host()
+    claude, codex = host.sources.get("claude-code"), host.sources.get("codex")
+    for source in (claude, codex):
+        source.list_sessions()  # both indexed
+    queries: list[str] = []
+    real = SourceIndex._ranked
+
+    def counted(self, match, cancel):
+        queries.append(match)
+        return real(self, match, cancel)
+
+    monkeypatch.setattr(SourceIndex, "_ranked", counted)
+
+    def found() -> list[list[str]]:
+        return [
+            [row.id for row in source.search_candidates("walrus", target_id=None, target_cwd=None, limit=10)]
+            for source in (claude, codex)
+        ]
+
+    first = found()
+    assert [len(ids) for ids in first] == [1, 1] and len(queries) == 1  # one query served both sources
+    assert found() == first and len(queries) == 1
+    claude_session(agent_dirs.claude, "another walrus")
+    claude.refresh()  # a write to the index: the next search asks again, and sees the new session
+    assert [len(ids) for ids in found()] == [2, 1] and len(queries) == 2

@@ -642,12 +642,22 @@ class SourceIndex:
         return total
 
     def body_matches(self, match: str, cancel: threading.Event | None) -> Iterator[tuple[int, int, float]]:
-        """(session pk, text rowid, BM25 rank) of the best message matching `match` of each session."""
+        """(session pk, text rowid, BM25 rank) of the best message matching `match` of each session.
+
+        The full-text index holds every source's messages, and ranking the matches is most of a
+        query's cost: the sources of one index file share each query's answer (`_SHARED`) while
+        nothing is written, so searching four sources costs one query, not four.
+        """
+        for rowid, rank in _SHARED.matches(self, match, cancel):
+            yield rowid >> ORD_BITS, rowid, rank
+
+    def _ranked(self, match: str, cancel: threading.Event | None) -> list[tuple[int, float]]:
+        """Every session's best matching message (rowid, rank), over every source of the file."""
         conn = self._connection()
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _PROGRESS_STEPS)
         try:
-            rows = conn.execute(_BEST_PER_SESSION, (match,)).fetchall()
+            return conn.execute(_BEST_PER_SESSION, (match,)).fetchall()
         except sqlite3.OperationalError:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("candidate search was cancelled") from None
@@ -655,8 +665,11 @@ class SourceIndex:
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
-        for rowid, rank in rows:
-            yield rowid >> ORD_BITS, rowid, rank
+
+    def written(self) -> str:
+        """What changes whenever any source of the file is written (by any process)."""
+        rows = self._connection().execute("SELECT name, stamp FROM sources ORDER BY name").fetchall()
+        return ",".join(f"{name}:{stamp}" for name, stamp in rows)
 
     def texts(self, rowids: list[int]) -> dict[int, str]:
         """The indexed text of each message, by rowid."""
@@ -668,6 +681,40 @@ class SourceIndex:
             for rowid, text in conn.execute(f"SELECT rowid, text FROM texts WHERE rowid IN ({marks})", batch):
                 out[rowid] = _text(text) or ""
         return out
+
+
+class _SharedMatches:
+    """The latest full-text answers of each index file in this process, reused while the file is unwritten."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[Path, str], tuple[str, list[tuple[int, float]]]] = {}
+        self._pending: dict[tuple[Path, str], threading.Lock] = {}
+
+    def matches(self, index: SourceIndex, match: str, cancel: threading.Event | None) -> list[tuple[int, float]]:
+        key = (index.path, match)
+        with self._lock:
+            asking = self._pending.setdefault(key, threading.Lock())
+        with asking:  # sources asking at once wait for the first answer instead of each querying
+            written = index.written()
+            with self._lock:
+                kept = self._answers.get(key)
+            if kept is not None and kept[0] == written:
+                return kept[1]
+            rows = index._ranked(match, cancel)
+            with self._lock:
+                self._answers.pop(key, None)
+                self._answers[key] = (written, rows)
+                while len(self._answers) > self.KEPT:
+                    oldest = next(iter(self._answers))
+                    del self._answers[oldest]
+                    self._pending.pop(oldest, None)
+            return rows
+
+
+_SHARED = _SharedMatches()
 
 
 class StoredFile:
