@@ -47,7 +47,7 @@ def indexed_files(data: Path) -> int:
 
 
 BUILD_SCRIPT = """
-import sys, threading
+import sqlite3, sys, threading
 from pathlib import Path
 from dsh_sources import build
 from dsh_sources.claude_code import ClaudeCodeFormat
@@ -55,9 +55,14 @@ from dsh_sources.index import SourceIndex, index_path
 from dsh_sources.source import TranscriptSource
 build.BATCH_FILES = 5  # commit every five files
 read, count = build.read_file, [0]
+def committed():
+    with sqlite3.connect(index_path(data)) as conn:
+        return conn.execute("SELECT count(*) FROM files").fetchone()[0]
 def stalling(*args, **kwargs):
     count[0] += 1
     if count[0] > 25:  # the 26th read never ends: the kill lands after 25 files, 5 commits
+        while committed() < 25:  # the writer thread commits the fifth batch
+            threading.Event().wait(0.01)
         Path(sys.argv[3]).touch()
         threading.Event().wait()
     return read(*args, **kwargs)
