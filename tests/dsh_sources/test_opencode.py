@@ -185,6 +185,39 @@ def test_bad_rows_are_skipped_and_counted_and_never_stop_a_listing(base, source)
     db.close()
 
 
+def test_each_part_comes_with_its_own_message_whatever_order_the_rows_were_written_in(base, source):
+    db = DatabaseWriter(base / "opencode.db")
+    sid, other = db.session("/w", "t"), db.session("/w", "other")
+    first = db.user(sid, "first")
+    second = db.assistant(sid, first, ("second",))
+    third = db.user(sid, "third")
+    foreign = db.user(other, "elsewhere")
+    # the third is now older than the second, the second shares the first's time (then id orders),
+    # and the other session's message is older than them all
+    db.conn.execute("UPDATE message SET time_created = 5 WHERE id IN (?, ?)", (first, second))
+    db.conn.execute("UPDATE message SET time_created = 4 WHERE id = ?", (third,))
+    db.conn.execute("UPDATE message SET time_created = 3 WHERE id = ?", (foreign,))
+    rows = [
+        ("prt_0", second, '{"type": "text", "text": "second, again"}'),  # a part older than its message's others
+        ("prt_1", foreign, '{"type": "text", "text": "of a message of another session"}'),
+        ("prt_2", "msg_none", '{"type": "text", "text": "of no message"}'),
+        ("prt_3", "msg_none", "not json"),
+    ]
+    for pid, mid, data in rows:
+        db.conn.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, 1, 1, ?)",
+            (pid, mid, sid, data),
+        )
+    db.close()
+    assert messages(source, sid) == [
+        ("user", ("third",)),
+        ("user", ("first",)),
+        ("assistant", ("second, again", "second")),
+    ]
+    assert [(r.session_id, r.skipped) for r in source.check(f"opencode:{sid}")] == [(f"opencode:{sid}", 1)]
+    assert messages(source, other) == [("user", ("elsewhere",))]
+
+
 def files(folder: Path) -> dict[str, tuple[bytes, int, int]]:
     """`tree_state` but for the -shm's bytes: the shared memory where every reader of a WAL database,
     OpenCode's own included, takes its read marks (the WAL's locking, not the database)."""
