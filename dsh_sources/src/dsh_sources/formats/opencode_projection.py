@@ -206,9 +206,10 @@ def project(session: SessionInfo, messages: Callable[[], Iterable[MessageInfo]])
     """A session's facts and the messages of its current conversation, as dsh shows them.
 
     `messages()` reads the session's messages in (time_created, id) order, one at a time: only
-    what they show of the conversation OpenCode keeps is held, so memory follows the largest
-    message, not the session. It is called a second time only for a compaction whose tail names
-    a message an earlier compaction cut (never in a session OpenCode wrote).
+    what the conversation OpenCode keeps shows is held, so memory follows that conversation and
+    the largest message, not the session's length. It is called a second time only for a
+    compaction whose tail names a message an earlier compaction cut (never in a session OpenCode
+    wrote).
     """
     conversation = _conversation(messages)
     said: list[Said] = []
