@@ -13,6 +13,7 @@ import pytest
 import dsh_sources.opencode as plugin
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
+from dsh_sources.formats.opencode import OpenCodeFormat
 from dsh_sources.lines import ReadCancelled
 from tests.dsh_sources.conftest import tree_state
 from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter, listing, opencode_source
@@ -412,6 +413,30 @@ def test_a_cancelled_read_stops_between_sessions_and_writes_nothing(base, source
     assert source._builder.run(cancel, lambda progress: None) and source.index.sessions() == []
     assert not source._builder.update(list(source.format.stores()), cancel) and source.index.sessions() == []
     assert len(source.list_sessions()) == 2
+
+
+class CancelledAfter(threading.Event):
+    """An event that is set from its `checks`-th look on: a cancel that comes while a read is under way."""
+
+    def __init__(self, checks: int) -> None:
+        super().__init__()
+        self.checks = checks
+
+    def is_set(self) -> bool:
+        self.checks -= 1
+        return self.checks <= 0
+
+
+@pytest.mark.parametrize("store", ["db", "storage"])
+def test_a_cancelled_read_stops_between_the_messages_of_a_session(base, store):
+    writer = DatabaseWriter(base / "opencode.db") if store == "db" else StorageWriter(base / "storage")
+    sid = writer.session("/w", "long")
+    for number in range(5):
+        writer.user(sid, f"prompt {number}")
+    path = next(OpenCodeFormat(base).stores())
+    assert OpenCodeFormat(base).read(path, {}, CancelledAfter(7)).sessions[sid][0].messages == 5
+    with pytest.raises(ReadCancelled):
+        OpenCodeFormat(base).read(path, {}, CancelledAfter(4))  # the session's look, then the third message's
 
 
 def test_an_unchanged_older_folder_is_checked_without_writing_the_index(base, source):

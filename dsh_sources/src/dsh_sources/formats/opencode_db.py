@@ -213,7 +213,7 @@ def _read(
             if marks.get(session.id) != now[session.id]:
                 if cancel is not None and cancel.is_set():
                     raise ReadCancelled
-                messages = _Messages(conn, session.id)
+                messages = _Messages(conn, session.id, cancel)
                 changed[session.id] = project(session, messages)
                 if messages.bad:
                     skipped[session.id] = messages.bad
@@ -243,12 +243,14 @@ class _Messages:
 
     Two cursors go through the session together: its messages in (time_created, id) order and
     its parts sorted the same way by their message, so a message's parts come as it does and
-    nothing else of the session is held. `bad` counts the rows of the last pass that were left out.
+    nothing else of the session is held. `bad` counts the rows of the last pass that were left out;
+    a set `cancel` stops the pass before the next message (`ReadCancelled`).
     """
 
-    def __init__(self, conn: sqlite3.Connection, session: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, session: str, cancel: threading.Event | None) -> None:
         self.conn = conn
         self.session = session
+        self.cancel = cancel
         self.bad = 0
 
     def __call__(self) -> Iterator[MessageInfo]:
@@ -262,6 +264,8 @@ class _Messages:
             self._part(pending[1])
             pending = next(parts, None)
         for message_id, created, data in self.conn.execute(_MESSAGES, (self.session,)):
+            if self.cancel is not None and self.cancel.is_set():
+                raise ReadCancelled
             shown: list[dict[str, JsonValue]] = []
             while pending is not None and pending[0] == message_id:
                 part = self._part(pending[1])

@@ -91,7 +91,7 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
             now[sid] = stamp
             if session.parent is not None:
                 continue  # a subagent's task, shown in its parent's conversation, not listed
-            read = _Messages(storage, sid)
+            read = _Messages(storage, sid, cancel)
             changed[sid] = project(session, read)
             if read.bad:
                 skipped[sid] = read.bad
@@ -120,12 +120,14 @@ class _Messages:
 
     Files do not say their order: each message's info is read once for its creation time, and
     again when its turn comes, with its parts, so only one message's parts are held at a time.
-    `bad` counts the files of the last pass that were left out.
+    `bad` counts the files of the last pass that were left out; a set `cancel` stops the pass
+    before the next message (`ReadCancelled`).
     """
 
-    def __init__(self, storage: str, sid: str) -> None:
+    def __init__(self, storage: str, sid: str, cancel: threading.Event | None) -> None:
         self.storage = storage
         self.folder = os.path.join(storage, "message", sid)
+        self.cancel = cancel
         self.bad = 0
 
     def __call__(self) -> Iterator[MessageInfo]:
@@ -137,6 +139,8 @@ class _Messages:
                 order.append((_created(info), name[: -len(".json")]))
         order.sort()
         for created, message_id in order:
+            if self.cancel is not None and self.cancel.is_set():
+                raise ReadCancelled
             info = self._info(message_id + ".json")
             if info is None:
                 continue
