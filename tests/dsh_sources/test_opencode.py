@@ -13,6 +13,7 @@ import pytest
 import dsh_sources.opencode as plugin
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
+from dsh_sources.formats.opencode import OpenCodeFormat
 from dsh_sources.lines import ReadCancelled
 from tests.dsh_sources.conftest import tree_state
 from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter, listing, opencode_source
@@ -183,6 +184,39 @@ def test_bad_rows_are_skipped_and_counted_and_never_stop_a_listing(base, source)
     assert reports == {(f"opencode:{sid}", 3), (None, 1)}
     assert [(r.session_id, r.skipped) for r in source.check(f"opencode:{sid}")] == [(f"opencode:{sid}", 3)]
     db.close()
+
+
+def test_each_part_comes_with_its_own_message_whatever_order_the_rows_were_written_in(base, source):
+    db = DatabaseWriter(base / "opencode.db")
+    sid, other = db.session("/w", "t"), db.session("/w", "other")
+    first = db.user(sid, "first")
+    second = db.assistant(sid, first, ("second",))
+    third = db.user(sid, "third")
+    foreign = db.user(other, "elsewhere")
+    # the third is now older than the second, the second shares the first's time (then id orders),
+    # and the other session's message is older than them all
+    db.conn.execute("UPDATE message SET time_created = 5 WHERE id IN (?, ?)", (first, second))
+    db.conn.execute("UPDATE message SET time_created = 4 WHERE id = ?", (third,))
+    db.conn.execute("UPDATE message SET time_created = 3 WHERE id = ?", (foreign,))
+    rows = [
+        ("prt_0", second, '{"type": "text", "text": "second, again"}'),  # a part older than its message's others
+        ("prt_1", foreign, '{"type": "text", "text": "of a message of another session"}'),
+        ("prt_2", "msg_none", '{"type": "text", "text": "of no message"}'),
+        ("prt_3", "msg_none", "not json"),
+    ]
+    for pid, mid, data in rows:
+        db.conn.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, 1, 1, ?)",
+            (pid, mid, sid, data),
+        )
+    db.close()
+    assert messages(source, sid) == [
+        ("user", ("third",)),
+        ("user", ("first",)),
+        ("assistant", ("second, again", "second")),
+    ]
+    assert [(r.session_id, r.skipped) for r in source.check(f"opencode:{sid}")] == [(f"opencode:{sid}", 1)]
+    assert messages(source, other) == [("user", ("elsewhere",))]
 
 
 def files(folder: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -379,6 +413,30 @@ def test_a_cancelled_read_stops_between_sessions_and_writes_nothing(base, source
     assert source._builder.run(cancel, lambda progress: None) and source.index.sessions() == []
     assert not source._builder.update(list(source.format.stores()), cancel) and source.index.sessions() == []
     assert len(source.list_sessions()) == 2
+
+
+class CancelledAfter(threading.Event):
+    """An event that is set from its `checks`-th look on: a cancel that comes while a read is under way."""
+
+    def __init__(self, checks: int) -> None:
+        super().__init__()
+        self.checks = checks
+
+    def is_set(self) -> bool:
+        self.checks -= 1
+        return self.checks <= 0
+
+
+@pytest.mark.parametrize("store", ["db", "storage"])
+def test_a_cancelled_read_stops_between_the_messages_of_a_session(base, store):
+    writer = DatabaseWriter(base / "opencode.db") if store == "db" else StorageWriter(base / "storage")
+    sid = writer.session("/w", "long")
+    for number in range(5):
+        writer.user(sid, f"prompt {number}")
+    path = next(OpenCodeFormat(base).stores())
+    assert OpenCodeFormat(base).read(path, {}, CancelledAfter(7)).sessions[sid][0].messages == 5
+    with pytest.raises(ReadCancelled):
+        OpenCodeFormat(base).read(path, {}, CancelledAfter(4))  # the session's look, then the third message's
 
 
 def test_an_unchanged_older_folder_is_checked_without_writing_the_index(base, source):

@@ -56,11 +56,16 @@ _HEADER = b"SQLite format 3\x00"
 _SESSION_COLUMNS = ("id", "parent_id", "directory", "title", "time_created", "time_updated")
 
 
-_EVERY_PART = "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id"
-_SHOWN_PARTS = (
-    "SELECT message_id, data FROM part WHERE session_id = ? AND CASE "
-    "WHEN typeof(data) != 'text' OR NOT json_valid(data) OR json_type(data) != 'object' THEN 1 "
-    "ELSE json_extract(data, '$.type') IN ('text', 'compaction') END ORDER BY message_id, id"
+_MESSAGES = "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id"
+_PARTS = (
+    "SELECT m.id, p.data FROM part AS p LEFT JOIN message AS m ON m.id = p.message_id AND m.session_id = p.session_id "
+    "WHERE p.session_id = ? {shown}ORDER BY m.time_created, m.id, p.id"
+)
+"""A session's parts in its messages' order (`_MESSAGES`), each with its message's id; those of no message of
+the session first, with none."""
+_SHOWN = (
+    "AND CASE WHEN typeof(p.data) != 'text' OR NOT json_valid(p.data) OR json_type(p.data) != 'object' THEN 1 "
+    "ELSE json_extract(p.data, '$.type') IN ('text', 'compaction') END "
 )
 """The parts that may show (and those that are no JSON object, to count): tool output, reasoning and the
 other kinds never shown hold most of a database's bytes, and SQLite passes over them without Python
@@ -208,10 +213,10 @@ def _read(
             if marks.get(session.id) != now[session.id]:
                 if cancel is not None and cancel.is_set():
                     raise ReadCancelled
-                messages, bad = _messages(conn, session.id)
+                messages = _Messages(conn, session.id, cancel)
                 changed[session.id] = project(session, messages)
-                if bad:
-                    skipped[session.id] = bad
+                if messages.bad:
+                    skipped[session.id] = messages.bad
     finally:
         if whole:
             conn.execute("COMMIT")
@@ -233,29 +238,51 @@ def _object(text: object) -> dict[str, JsonValue] | None:
     return value if type(value) is dict else None
 
 
-def _messages(conn: sqlite3.Connection, session: str) -> tuple[list[MessageInfo], int]:
-    """The session's messages with their parts, in OpenCode's order; and how many rows were left out."""
-    bad = 0
-    parts: dict[str, list[dict[str, JsonValue]]] = {}
-    try:
-        rows = conn.execute(_SHOWN_PARTS, (session,)).fetchall()
-    except sqlite3.OperationalError:  # a SQLite without JSON functions: every part is parsed here
-        rows = conn.execute(_EVERY_PART, (session,)).fetchall()
-    for message_id, data in rows:
+class _Messages:
+    """A session's messages with their shown parts, in OpenCode's order, read a message at a time.
+
+    Two cursors go through the session together: its messages in (time_created, id) order and
+    its parts sorted the same way by their message, so a message's parts come as it does and
+    nothing else of the session is held. `bad` counts the rows of the last pass that were left out;
+    a set `cancel` stops the pass before the next message (`ReadCancelled`).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, session: str, cancel: threading.Event | None) -> None:
+        self.conn = conn
+        self.session = session
+        self.cancel = cancel
+        self.bad = 0
+
+    def __call__(self) -> Iterator[MessageInfo]:
+        self.bad = 0
+        try:
+            parts = self.conn.execute(_PARTS.format(shown=_SHOWN), (self.session,))
+        except sqlite3.OperationalError:  # a SQLite without JSON functions: every part is parsed here
+            parts = self.conn.execute(_PARTS.format(shown=""), (self.session,))
+        pending = next(parts, None)
+        while pending is not None and pending[0] is None:  # parts of no message of the session
+            self._part(pending[1])
+            pending = next(parts, None)
+        for message_id, created, data in self.conn.execute(_MESSAGES, (self.session,)):
+            if self.cancel is not None and self.cancel.is_set():
+                raise ReadCancelled
+            shown: list[dict[str, JsonValue]] = []
+            while pending is not None and pending[0] == message_id:
+                part = self._part(pending[1])
+                if part is not None:
+                    shown.append(part)
+                pending = next(parts, None)
+            info = _object(data)
+            if info is None or not isinstance(message_id, str):
+                self.bad += 1
+                continue
+            yield MessageInfo(message_id, created if type(created) is int else 0, info, shown)
+        while pending is not None:
+            self._part(pending[1])
+            pending = next(parts, None)
+
+    def _part(self, data: object) -> dict[str, JsonValue] | None:
         part = _object(data)
         if part is None:
-            bad += 1
-        else:
-            parts.setdefault(message_id, []).append(part)
-    messages: list[MessageInfo] = []
-    for message_id, created, data in conn.execute(
-        "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session,)
-    ):
-        info = _object(data)
-        if info is None or not isinstance(message_id, str):
-            bad += 1
-            continue
-        messages.append(
-            MessageInfo(message_id, created if type(created) is int else 0, info, parts.get(message_id, []))
-        )
-    return messages, bad
+            self.bad += 1
+        return part

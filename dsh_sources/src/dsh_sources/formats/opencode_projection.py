@@ -16,7 +16,7 @@ compaction parts.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,84 +88,143 @@ def _texts(parts: Sequence[dict[str, JsonValue]], *, typed: bool) -> tuple[str, 
     return tuple(out)
 
 
-def _completed_summary(message: MessageInfo) -> str | None:
-    """The user message a finished, error-free compaction summary answers, or None."""
-    info = message.info
-    if info.get("role") != "assistant" or info.get("summary") is not True or not info.get("finish"):
-        return None
-    parent = info.get("parentID")
-    return parent if isinstance(parent, str) and not info.get("error") else None
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the projection keeps of a message: the texts it shows and what decides a compaction (small)."""
 
+    id: str
+    when: int
+    role: JsonValue
+    texts: tuple[str, ...]
+    """A user message's typed texts, an assistant's texts."""
+    model: str
+    answers: str | None
+    """The user message it answers as a finished, error-free compaction summary."""
+    compaction: bool
+    """A user message holding a `compaction` part."""
+    tail: JsonValue
+    """Its first compaction part's `tail_start_id`."""
 
-def current(messages: Sequence[MessageInfo]) -> tuple[list[MessageInfo], MessageInfo | None]:
-    """The messages OpenCode keeps of a conversation, oldest first, and the compaction summary among them (if any).
-
-    `messages` are in (time_created, id) order. Walking back from the newest, the user message holding
-    a `compaction` part whose summary reply exists ends the walk: it and the newer messages are kept,
-    and its `tail_start_id` (when it names an older message) keeps the messages from that one on,
-    which go after the summary.
-    """
-    answered: dict[str, MessageInfo] = {}
-    newer: list[MessageInfo] = []
-    for at in range(len(messages) - 1, -1, -1):
-        message = messages[at]
-        summary = answered.get(message.id)
-        if summary is not None and message.info.get("role") == "user":
-            compaction = next((part for part in message.parts if part.get("type") == "compaction"), None)
-            if compaction is not None:
-                newer.reverse()
-                rest = [item for item in newer if item is not summary]
-                return [message, summary, *_tail(messages[:at], compaction.get("tail_start_id")), *rest], summary
-        newer.append(message)
-        parent = _completed_summary(message)
-        if parent is not None:
-            answered.setdefault(parent, message)
-    newer.reverse()
-    return newer, None
-
-
-def _tail(older: Sequence[MessageInfo], start: JsonValue) -> list[MessageInfo]:
-    """The messages from the one named `start` on (none when it names no older message)."""
-    if not isinstance(start, str):
-        return []
-    for at in range(len(older) - 1, -1, -1):
-        if older[at].id == start:
-            return list(older[at:])
-    return []
-
-
-def project(session: SessionInfo, messages: Sequence[MessageInfo]) -> tuple[Facts, tuple[Said, ...]]:
-    """A session's facts and the messages of its current conversation, as dsh shows them."""
-    kept, summary = current(messages)
-    said: list[Said] = []
-    prompt: str | None = None
-    for message in messages:  # the first prompt titles a session with none, compacted or not
-        texts = _texts(message.parts, typed=True) if message.info.get("role") == "user" else ()
-        if texts:
-            prompt = "\n".join(texts)
-            break
-    last = session.created
-    for message in kept:
-        time = message.info.get("time")
+    @classmethod
+    def of(cls, message: MessageInfo) -> _Kept:
+        info = message.info
+        role = info.get("role")
+        time = info.get("time")
         when = millis(time.get("created")) if isinstance(time, dict) else None
-        when = message.created if when is None else when
-        last = max(last, when)
-        role = message.info.get("role")
-        if message is summary:
-            texts = _texts(message.parts, typed=False)
-            if texts:
-                said.append(Said(SourceMessage("user", texts, when, source=COMPACT_CHECKPOINT_SOURCE)))
-        elif role == "user":
-            texts = _texts(message.parts, typed=True)
-            if texts:
-                said.append(Said(SourceMessage("user", texts, when)))
-        elif role == "assistant":
-            texts = _texts(message.parts, typed=False)
-            model = message.info.get("modelID")
-            if texts:
-                said.append(
-                    Said(SourceMessage("assistant", texts, when, model=model if isinstance(model, str) else "unknown"))
-                )
+        compaction = next((part for part in message.parts if part.get("type") == "compaction"), None)
+        model = info.get("modelID")
+        parent = info.get("parentID")
+        finished = info.get("summary") is True and info.get("finish") and not info.get("error")
+        return cls(
+            id=message.id,
+            when=message.created if when is None else when,
+            role=role,
+            texts=_texts(message.parts, typed=role == "user") if role in ("user", "assistant") else (),
+            model=model if isinstance(model, str) else "unknown",
+            answers=parent if role == "assistant" and finished and isinstance(parent, str) else None,
+            compaction=role == "user" and compaction is not None,
+            tail=None if compaction is None else compaction.get("tail_start_id"),
+        )
+
+
+class _Reread(Exception):
+    """A compaction's tail names a message an earlier compaction let go: the session is read again, keeping all."""
+
+
+class _Conversation:
+    """The conversation OpenCode keeps of a session, built a message at a time, oldest first.
+
+    The newest user message holding a `compaction` part that a newer finished summary answers is
+    the cut, and the newest such summary its checkpoint. Messages only add answers, so the cut
+    only ever moves to a newer message: what is older than it and than its tail is let go as
+    soon as a cut is known (unless `keep_all`). Only a later compaction whose tail names a
+    message let go needs it back (`_Reread`); OpenCode takes a tail from the conversation it
+    keeps, so its own sessions never do.
+    """
+
+    def __init__(self, *, keep_all: bool) -> None:
+        self.keep_all = keep_all
+        self.held: list[_Kept] = []
+        self.cut: int | None = None
+        """The cut's user message, an index of `held`."""
+        self.tail = 0
+        """Where the cut's tail starts in `held` (the cut's own index when it has none)."""
+        self.summary: _Kept | None = None
+        self.dropped = False
+        self.prompt: str | None = None
+        """The first prompt (it titles a session with none, compacted or not)."""
+
+    def add(self, message: _Kept) -> None:
+        if self.prompt is None and message.role == "user" and message.texts:
+            self.prompt = "\n".join(message.texts)
+        self.held.append(message)
+        if message.answers is None:
+            return
+        if self.cut is not None and self.held[self.cut].id == message.answers:
+            self.summary = message  # the newest summary of a compaction is its checkpoint
+            return
+        for at in range(len(self.held) - 2, -1 if self.cut is None else self.cut, -1):
+            if self.held[at].id == message.answers:
+                if self.held[at].compaction:
+                    self._cut(at, message)
+                return
+
+    def _cut(self, at: int, summary: _Kept) -> None:
+        tail = self.held[at].tail
+        start = at
+        if isinstance(tail, str):
+            start = next((older for older in range(at - 1, -1, -1) if self.held[older].id == tail), at)
+            if start == at and self.dropped:
+                raise _Reread
+        if not self.keep_all and start > 0:
+            del self.held[:start]
+            self.dropped = True
+            at, start = at - start, 0
+        self.cut, self.tail, self.summary = at, start, summary
+
+    def kept(self) -> list[_Kept]:
+        """The messages kept, oldest first: the cut, its summary, its tail, then the newer ones."""
+        if self.cut is None or self.summary is None:
+            return self.held
+        newer = [message for message in self.held[self.cut + 1 :] if message is not self.summary]
+        return [self.held[self.cut], self.summary, *self.held[self.tail : self.cut], *newer]
+
+
+def _conversation(messages: Callable[[], Iterable[MessageInfo]]) -> _Conversation:
+    try:
+        conversation = _Conversation(keep_all=False)
+        for message in messages():
+            conversation.add(_Kept.of(message))
+    except _Reread:
+        conversation = _Conversation(keep_all=True)
+        for message in messages():
+            conversation.add(_Kept.of(message))
+    return conversation
+
+
+def project(session: SessionInfo, messages: Callable[[], Iterable[MessageInfo]]) -> tuple[Facts, tuple[Said, ...]]:
+    """A session's facts and the messages of its current conversation, as dsh shows them.
+
+    `messages()` reads the session's messages in (time_created, id) order, one at a time: only
+    what the conversation OpenCode keeps shows is held, so memory follows that conversation and
+    the largest message, not the session's length. It is called a second time only for a
+    compaction whose tail names a message an earlier compaction cut (never in a session OpenCode
+    wrote).
+    """
+    conversation = _conversation(messages)
+    said: list[Said] = []
+    last = session.created
+    for message in conversation.kept():
+        last = max(last, message.when)
+        if not message.texts:
+            continue
+        if message is conversation.summary:
+            said.append(Said(SourceMessage("user", message.texts, message.when, source=COMPACT_CHECKPOINT_SOURCE)))
+        elif message.role == "user":
+            said.append(Said(SourceMessage("user", message.texts, message.when)))
+        elif message.role == "assistant":
+            said.append(Said(SourceMessage("assistant", message.texts, message.when, model=message.model)))
+    prompt = conversation.prompt
     title = one_line(session.title) or (prompt_title(prompt) if prompt else None)
     facts = Facts(
         agent_id=session.id,

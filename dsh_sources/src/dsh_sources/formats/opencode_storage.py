@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
@@ -91,10 +91,10 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
             now[sid] = stamp
             if session.parent is not None:
                 continue  # a subagent's task, shown in its parent's conversation, not listed
-            read, bad = _messages(storage, sid)
+            read = _Messages(storage, sid, cancel)
             changed[sid] = project(session, read)
-            if bad:
-                skipped[sid] = bad
+            if read.bad:
+                skipped[sid] = read.bad
     return StoreRead(storage, None, now, changed, skipped)
 
 
@@ -115,26 +115,52 @@ def _session(sid: str, info: dict[str, JsonValue]) -> SessionInfo:
     return SessionInfo.of(sid, *fields)
 
 
-def _messages(storage: str, sid: str) -> tuple[list[MessageInfo], int]:
-    """The session's messages with their parts, in OpenCode's order; and how many files were left out."""
-    bad = 0
-    folder = os.path.join(storage, "message", sid)
-    messages: list[MessageInfo] = []
-    for name in _json_names(folder):
+class _Messages:
+    """A session's messages with their parts, in OpenCode's order, read a message at a time.
+
+    Files do not say their order: each message's info is read once for its creation time, and
+    again when its turn comes, with its parts, so only one message's parts are held at a time.
+    `bad` counts the files of the last pass that were left out; a set `cancel` stops the pass
+    before the next message (`ReadCancelled`).
+    """
+
+    def __init__(self, storage: str, sid: str, cancel: threading.Event | None) -> None:
+        self.storage = storage
+        self.folder = os.path.join(storage, "message", sid)
+        self.cancel = cancel
+        self.bad = 0
+
+    def __call__(self) -> Iterator[MessageInfo]:
+        self.bad = 0
+        order: list[tuple[int, str]] = []
+        for name in _json_names(self.folder):
+            info = self._info(name)
+            if info is not None:
+                order.append((_created(info), name[: -len(".json")]))
+        order.sort()
+        for created, message_id in order:
+            if self.cancel is not None and self.cancel.is_set():
+                raise ReadCancelled
+            info = self._info(message_id + ".json")
+            if info is None:
+                continue
+            parts: list[dict[str, JsonValue]] = []
+            part_folder = os.path.join(self.storage, "part", message_id)
+            for part_name in _json_names(part_folder):
+                try:
+                    parts.append(_load(os.path.join(part_folder, part_name)))
+                except _Bad:
+                    self.bad += 1
+            yield MessageInfo(message_id, created, info, parts)
+
+    def _info(self, name: str) -> dict[str, JsonValue] | None:
         try:
-            info = _load(os.path.join(folder, name))
+            return _load(os.path.join(self.folder, name))
         except _Bad:
-            bad += 1
-            continue
-        parts: list[dict[str, JsonValue]] = []
-        part_folder = _part_folder(storage, name)
-        for part_name in _json_names(part_folder):
-            try:
-                parts.append(_load(os.path.join(part_folder, part_name)))
-            except _Bad:
-                bad += 1
-        time = info.get("time")
-        created = millis(time.get("created")) if isinstance(time, dict) else None
-        messages.append(MessageInfo(name[: -len(".json")], created or 0, info, parts))
-    messages.sort(key=lambda message: (message.created, message.id))
-    return messages, bad
+            self.bad += 1
+            return None
+
+
+def _created(info: dict[str, JsonValue]) -> int:
+    time = info.get("time")
+    return (millis(time.get("created")) if isinstance(time, dict) else None) or 0
