@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.mcp.indexing import SourceIndexes
-    from dsh_host.paging import SurfaceEntry
+    from dsh_host.paging import AgentInfo, SurfaceEntry
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
     from dsh_host.sources.registry import SessionSources
@@ -124,6 +124,14 @@ def build_app(reader: Reader) -> Starlette:
     def cwd_options(cwds: tuple[str, ...], chosen: str | None) -> Markup:
         return Markup(options_template.render(options=[(c, visible_text(c)) for c in cwds], chosen=chosen))
 
+    # The agents to filter by are the host's mounted sources, which are fixed for its life: read once.
+    agents_known: list[AgentInfo] = []
+
+    async def known_agents() -> list[AgentInfo]:
+        if not agents_known:
+            agents_known.extend(await reader.query.list_agents())
+        return agents_known
+
     def page(name: str, **context: object) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context))
 
@@ -156,7 +164,7 @@ def build_app(reader: Reader) -> Starlette:
         # The reads on worker threads at once: the page waits for the slowest, not their sum.
         result, agents, cwds, unfinished = await asyncio.gather(
             reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE),
-            reader.query.list_agents(),
+            known_agents(),
             reader.query.list_cwds(agent=agent),
             _unfinished(reader),
         )
