@@ -111,6 +111,7 @@ WITH RECURSIVE found(cwd) AS (
 SELECT cwd FROM found WHERE cwd IS NOT NULL
 """
 
+
 class SqliteSessionStore:
     """Sessions persisted in one SQLite file. Open with `SqliteSessionStore.open(path)`."""
 
