@@ -3,9 +3,10 @@
 A page's figure is the page served in process: the guarded application (`Guard` around the
 Starlette app, the whole middleware stack `dsh web` serves) called as an ASGI application with a
 scope, `receive` and `send`, with the launch's secret as a cookie, on this process's event loop
-and no socket. That is what the pages add to their reads. Each figure's note also gives the same
-page fetched over HTTP from uvicorn on loopback (in a thread of this process, as a browser
-fetches it) and that connection's floor (an unrouted GET: uvicorn, HTTP and the guard with no
+and no socket. That is what the pages add to their reads. Each figure's note also gives every
+read the page makes, together, and the page against them; the same page fetched over HTTP from
+uvicorn on loopback (in a thread of this process, in a run of its own, as a browser fetches it)
+and that connection's floor (an unrouted GET: uvicorn, HTTP and the guard with no
 page), which a browser pays on top and which is not the pages' to cut, and the in-process floor
 (the same unrouted GET in process). The baseline is the read the page rests on, in process, on
 the same store and the same event loop. Rendered messages and rows are kept by the app (a
