@@ -322,7 +322,8 @@ def build_app(reader: Reader) -> Starlette:
 
 
 def _joined(parts: Iterable[Markup]) -> Markup:
-    """Pieces of markup as one (`Markup.join` would escape each again, which markup needs not)."""
+    """Pieces of markup as one. (`Markup.join` passes each piece through `escape` again, which
+    leaves markup as it is but costs as much as the join itself on a page of 200 messages.)"""
     return Markup("".join(parts))
 
 
