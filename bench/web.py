@@ -258,7 +258,7 @@ def page_figures(workdir: Path) -> Iterator[Figure]:
             return (await query.list_page(limit=50)).records
 
         async def list_reads(query: SessionQuery) -> object:
-            return await asyncio.gather(listing(query), query.list_agents(), query.list_cwds())
+            return await asyncio.gather(listing(query), query.list_cwds())
 
         times = page_vs_read(host, "/", "Refactor module 9999", listing, 50, list_reads)
     yield times.figure(
