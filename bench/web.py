@@ -18,6 +18,8 @@ are of a page seen before, as its polls and refreshes are.
   `search_candidates(limit=50)` of the same words.
 - `web_session_200k`: the page of the newest 200 messages of a 200,000-event session against
   `read_surface_page(limit=200)` of them.
+- `web_session_200k_first_view` (report): the same page the first time an app shows it (its
+  messages' Markdown and markup rendered, then kept), against the same read.
 - `web_live_seconds` (report): from a message's append to the store until a client polling as
   an open page polls (`LIVE_POLL_MS`, starting at a random phase) has it; the mean of 10.
 - `web_startup_seconds` (report): `dsh web --no-open --port 0` from spawn to its first answered
@@ -45,7 +47,7 @@ from starlette.types import Message
 from bench.mcp import dsh_path
 from bench.search import QUERIES, build
 from bench.store import compacted_session, persist, start_host
-from bench.timing import Figure, Timing, interleaved, paired_ratio
+from bench.timing import Figure, Timing, best_of, interleaved, paired_ratio
 from dsh_host.host import Host
 from dsh_host.query import SessionQuery
 from dsh_host.session.events import Event
@@ -60,6 +62,7 @@ IN_PROCESS_PORT = 8767
 UNROUTED = "/no-such-page"
 """A GET the guard lets through to no route (Starlette's 404): the floor of any page."""
 LIVE_SAMPLES = 10
+FIRST_VIEWS = 5
 
 
 def web_host(home: Path) -> Host:
@@ -293,6 +296,7 @@ def session_figures(workdir: Path) -> Iterator[Figure]:
     home = workdir / "session"
     with start_host(home) as host:
         persist(host, "log-200k", compacted_session(200_000))
+        persist(host, "tiny", one_message("a page to render the templates with"))
     uri = encode_uri("log-200k")
     with web_host(home) as host:
 
@@ -308,8 +312,46 @@ def session_figures(workdir: Path) -> Iterator[Figure]:
             1.2,
             "GET of a 200,000-event session's page (newest 200 messages) vs session_query.read_surface_page(limit=200)",
         )
+        yield first_view_figure(host, uri, newest)
         with serving(host) as client:
             yield live_figure(host, client, uri)
+
+
+def one_message(text: str) -> list[Event]:
+    """A log of one turn holding one user message."""
+    user = {"kind": "user"}
+    return [
+        Event("turn/start", 0, 0, {"turn": 1, "trigger": {"kind": "message", "source": user}}),
+        Event("user/message", 1, 0, {"content": [{"type": "text", "text": text}], "source": user}, "append"),
+        Event("turn/end", 2, 0, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+
+
+def first_view_figure(host: Host, uri: str, newest: Callable[[SessionQuery], Awaitable[Sized]]) -> Figure:
+    """A session's page the app has not rendered yet (each sample a new app whose templates one
+    page of another session has compiled) against the same read, each read just before."""
+    from dsh_session_reference import encode_uri
+
+    query = host.services.session_query
+    loop = asyncio.new_event_loop()
+    reads, pages = [], []
+    try:
+        for _ in range(FIRST_VIEWS):
+            with InProcess(host, loop) as direct:
+                answered(direct.get(f"/s/{encode_uri('tiny')}"), "a page to render", "tiny")
+                reads.append(best_of(lambda: loop.run_until_complete(newest(query)), repeat=3))
+                start = time.perf_counter()
+                answered(direct.get(f"/s/{uri}"), "record 1999 ", uri)
+                pages.append(time.perf_counter() - start)
+    finally:
+        loop.close()
+    return Figure.timed(
+        "web_session_200k_first_view",
+        Timing(tuple(pages)),
+        Timing(tuple(reads)),
+        note=f"the same page the first time the app shows it (its 200 messages' Markdown and markup rendered, "
+        f"then kept) vs the same read (report; best of {FIRST_VIEWS} apps)",
+    )
 
 
 def live_figure(host: Host, client: httpx.Client, uri: str) -> Figure:
