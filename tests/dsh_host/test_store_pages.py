@@ -240,3 +240,33 @@ def test_log_pages_walk_the_whole_log(shared_store, log_builder, events, limit):
     assert walked == [json.loads(line) for line in lines]
     assert all(page.captured_through_seq == (events - 1 if events else None) for page in pages)
     assert shared_store.read_events_page(session_id, events + 5, limit).events == pages[0].events
+
+
+def test_the_distinct_cwds_cost_what_the_directories_are_not_the_sessions(tmp_path, log_builder) -> None:
+    from dsh_host.store.sqlite import SqliteSessionStore
+
+    def steps(sessions: int) -> int:
+        """SQLite's virtual-machine steps (in tens) to read the cwds of `sessions` sessions in 3 directories."""
+        store = SqliteSessionStore.open(tmp_path / f"{sessions}.sqlite3")
+        for i in range(sessions):
+            store_session(store, log_builder, f"s{i}", created=i, active=None, cwd=f"/{i % 3}")
+        store_session(store, log_builder, "nowhere", created=0, active=None, cwd=None)
+        counted = 0
+
+        def count() -> int:
+            nonlocal counted
+            counted += 1
+            return 0
+
+        conn = store._connection()
+        conn.set_progress_handler(count, 10)
+        try:
+            assert sorted(store.list_cwds()) == ["/0", "/1", "/2"]
+        finally:
+            conn.set_progress_handler(None, 0)
+            store.close()
+        return counted
+
+    few, many = steps(6), steps(600)
+    # One index seek per directory: a hundred times the sessions is not a hundred times the work.
+    assert many <= 2 * few + 2, (few, many)

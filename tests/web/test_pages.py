@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from dsh_host import Host, hookimpl
+from dsh_host.testing import LogBuilder
 from dsh_session_reference import encode_uri
 from tests.web.sessions import conversation, store_log
 
@@ -16,6 +17,30 @@ def test_the_list_shows_sessions_newest_activity_first(web_host: Host, client) -
     # "old" was created first but was active last.
     assert page.index("Old one") < page.index("New one")
     assert "/b" in page and 'title="1970-01-01T00:00:05.006Z"' in page
+
+
+def test_the_list_and_search_show_what_they_read_on_every_view(web_host: Host, client) -> None:
+    # The pages keep rendered rows and directory options: a changed record must render anew.
+    raws = conversation(("the zanzibar parser", "fixed"), time=1_000, title="Before")
+    store_log(web_host, "s", raws, created_at=1, cwd="/a")
+    views = ("/", "/rows", "/search?q=zanzibar")
+    assert all("Before" in client.get(view).text for view in views)
+    assert 'value="/new"' not in client.get("/").text
+    n = len(raws)
+    user = {"kind": "message", "source": {"kind": "user"}}
+    renamed = [
+        LogBuilder.raw("turn/start", n, {"turn": 2, "trigger": user}, time=9_000),
+        LogBuilder.raw("session/title", n + 1, {"title": "After", "messageSeqs": [1], "source": {"kind": "fallback"}}),
+        LogBuilder.raw("turn/end", n + 2, {"turn": 2, "reason": {"kind": "completed"}}, time=9_002),
+    ]
+    web_host.store.append(LogBuilder.header("s", created_at=1, cwd="/a"), LogBuilder.events(renamed))
+    store_log(web_host, "t", conversation(("elsewhere", "yes"), title="Newcomer"), created_at=2, cwd="/new")
+    for view in views:
+        page = client.get(view).text
+        assert "After" in page and "Before" not in page, view
+    listed = client.get("/").text
+    assert "Newcomer" in listed and 'value="/new"' in listed
+    assert 'value="/a" selected' in client.get("/?cwd=/a").text
 
 
 def test_a_session_page_shows_its_messages(web_host: Host, client) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -49,10 +49,11 @@ if TYPE_CHECKING:
     from dsh_host.host import Host
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.mcp.indexing import SourceIndexes
-    from dsh_host.paging import SurfaceEntry
+    from dsh_host.paging import AgentInfo, SurfaceEntry
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
     from dsh_host.sources.registry import SessionSources
+    from dsh_host.store.base import CandidateRow
 
 HERE = Path(__file__).parent
 LIST_PAGE = 50
@@ -61,6 +62,10 @@ SURFACE_PAGE = 200
 LOG_PAGE = 500
 MESSAGES_KEPT = 4_096
 """How many messages' markup the pages keep (a little more than ten pages of a session)."""
+ROWS_KEPT = 1_024
+"""How many listed or found sessions' rows of markup the pages keep (twenty pages of the list)."""
+OPTIONS_KEPT = 16
+"""How many renderings of the directory filter's options the list keeps (one per chosen cwd)."""
 
 
 class NotFound(DshError):
@@ -90,12 +95,42 @@ class Reader:
 def build_app(reader: Reader) -> Starlette:
     """The application (without its `Guard`, which `dsh web` wraps around it)."""
     env = templates()
+    messages_template = env.get_template("messages.html")
+    rows_template = env.get_template("rows.html")
+    options_template = env.get_template("options.html")
 
     # A log event never changes once written, so neither does its message's markup: a page seen
     # before (or the live view's next poll) renders from here.
     @lru_cache(maxsize=MESSAGES_KEPT)
     def message_html(entry: SurfaceEntry) -> Markup:
-        return Markup(env.get_template("messages.html").render(messages=[message(entry)]))
+        return Markup(messages_template.render(messages=[message(entry)]))
+
+    # A row's markup is a function of the record read (and of the words it highlights): the list
+    # shows the same rows on every refresh and every poll of its first page, so they render once.
+    @lru_cache(maxsize=ROWS_KEPT)
+    def record_html(record: SessionRecord) -> Markup:
+        return Markup(rows_template.render(rows=[_record_row(reader, record)]))
+
+    @lru_cache(maxsize=ROWS_KEPT)
+    def found_html(found: CandidateRow, agent: str | None, words: tuple[str, ...]) -> Markup:
+        uri = reader.snapshots.encode_uri(found.id)
+        shown = row(
+            found.id, uri, found.title, agent, found.cwd, found.created_at, found.last_activity_at, found.snippet, words
+        )
+        return Markup(rows_template.render(rows=[shown]))
+
+    # The directories change far less often than the list is shown (a new project, not a new session).
+    @lru_cache(maxsize=OPTIONS_KEPT)
+    def cwd_options(cwds: tuple[str, ...], chosen: str | None) -> Markup:
+        return Markup(options_template.render(options=[(c, visible_text(c)) for c in cwds], chosen=chosen))
+
+    # The agents to filter by are the host's mounted sources, which are fixed for its life: read once.
+    agents_known: list[AgentInfo] = []
+
+    async def known_agents() -> list[AgentInfo]:
+        if not agents_known:
+            agents_known.extend(await reader.query.list_agents())
+        return agents_known
 
     def page(name: str, **context: object) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context))
@@ -129,17 +164,17 @@ def build_app(reader: Reader) -> Starlette:
         # The reads on worker threads at once: the page waits for the slowest, not their sum.
         result, agents, cwds, unfinished = await asyncio.gather(
             reader.query.list_page(agent=agent, cwd=cwd, after=after, limit=LIST_PAGE),
-            reader.query.list_agents(),
+            known_agents(),
             reader.query.list_cwds(agent=agent),
             _unfinished(reader),
         )
         return page(
             "list.html",
-            rows=[_record_row(reader, r) for r in result.records],
+            rows=_joined(record_html(r) for r in result.records),
             agents=agents,
             agent=agent,
             cwd=cwd,
-            cwds=[(c, visible_text(c)) for c in cwds],
+            cwd_options=cwd_options(tuple(cwds), cwd),
             next=result.next,
             first=after is None,
             indexing=[visible_text(reader.sources.display_name(name)) for name in unfinished],
@@ -149,15 +184,15 @@ def build_app(reader: Reader) -> Starlette:
         agent = request.query_params.get("agent") or None
         cwd = request.query_params.get("cwd") or None
         result = await reader.query.list_page(agent=agent, cwd=cwd, limit=LIST_PAGE)
-        return page("rows.html", rows=[_record_row(reader, r) for r in result.records])
+        return HTMLResponse(_joined(record_html(r) for r in result.records))
 
     async def search(request: Request) -> Response:
         from dsh_host.sources import SearchQuery
 
         q = request.query_params.get("q", "")
         cwd = request.query_params.get("cwd") or None
-        rows = []
-        indexing = None
+        rows: list[Markup] = []
+        indexing: str | None = None
         if q.strip():
             unfinished = await reader.catalog.indexing()
             indexing = reader.catalog.indexing_line(unfinished) if unfinished else None
@@ -165,16 +200,13 @@ def build_app(reader: Reader) -> Starlette:
                 q, target_id=None, target_cwd=cwd, limit=SEARCH_LIMIT, group_by_cwd=cwd is not None
             )
             words = tuple(SearchQuery(q).words)
-            for r in found:
-                agent = reader.query.agent_name(r.id)
-                uri = reader.snapshots.encode_uri(r.id)
-                rows.append(row(r.id, uri, r.title, agent, r.cwd, r.created_at, r.last_activity_at, r.snippet, words))
+            rows = [found_html(r, reader.query.agent_name(r.id), words) for r in found]
         return page(
             "search.html",
             q=visible_text(q),
             raw_q=q,
             cwd=cwd or "",
-            rows=rows,
+            rows=_joined(rows),
             searched=bool(q.strip()),
             indexing=None if indexing is None else visible_text(indexing),
         )
@@ -193,7 +225,7 @@ def build_app(reader: Reader) -> Starlette:
         return page(
             "session.html",
             **await _session_context(reader, sid, header, title.title if title else None, request),
-            messages=Markup("").join(message_html(e) for e in surface.entries),
+            messages=_joined(message_html(e) for e in surface.entries),
             older=surface.before,
             newest=before is None,
             last_position=surface.entries[-1].position if surface.entries else -1,
@@ -204,7 +236,7 @@ def build_app(reader: Reader) -> Starlette:
         position = int_param(request, "position")
         surface = await reader.query.read_surface_page(sid, limit=SURFACE_PAGE)
         new = [e for e in surface.entries if position is None or e.position > position]
-        html = Markup("").join(message_html(e) for e in new)
+        html = _joined(message_html(e) for e in new)
         last = new[-1].position if new else position
         return JSONResponse({"html": html, "position": last})
 
@@ -287,6 +319,12 @@ def build_app(reader: Reader) -> Starlette:
         exception_handlers={NotFound: refused, BadRequest: refused, InvalidPageRequest: refused},
         lifespan=lifespan,
     )
+
+
+def _joined(parts: Iterable[Markup]) -> Markup:
+    """Pieces of markup as one. (`Markup.join` passes each piece through `escape` again, which
+    leaves markup as it is but costs as much as the join itself on a page of 200 messages.)"""
+    return Markup("".join(parts))
 
 
 def _record_row(reader: Reader, record: SessionRecord) -> Row:

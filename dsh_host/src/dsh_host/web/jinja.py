@@ -19,6 +19,8 @@ def templates() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        # The templates ship with the package: no page needs to stat them again to see if they changed.
+        auto_reload=False,
     )
     env.globals["live_poll_ms"] = LIVE_POLL_MS
     env.filters["exact"] = exact_attribute

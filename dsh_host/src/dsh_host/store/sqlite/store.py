@@ -99,6 +99,19 @@ def _key(pk: int, seq: int) -> int:
     return (pk << _SEQ_BITS) | seq
 
 
+# The distinct cwds by one index seek each (the next cwd after the last), not a scan of every
+# session's entry in the index: the list page reads them on every view, and there are far fewer
+# directories than sessions.
+_DISTINCT_CWDS = """
+WITH RECURSIVE found(cwd) AS (
+    SELECT MIN(cwd) FROM sessions
+    UNION ALL
+    SELECT (SELECT MIN(cwd) FROM sessions WHERE cwd > found.cwd) FROM found WHERE found.cwd IS NOT NULL
+)
+SELECT cwd FROM found WHERE cwd IS NOT NULL
+"""
+
+
 class SqliteSessionStore:
     """Sessions persisted in one SQLite file. Open with `SqliteSessionStore.open(path)`."""
 
@@ -295,7 +308,7 @@ class SqliteSessionStore:
 
     def list_cwds(self) -> list[str]:
         """The distinct cwds of the stored sessions."""
-        found = self._connection().execute("SELECT DISTINCT cwd FROM sessions WHERE cwd IS NOT NULL").fetchall()
+        found = self._connection().execute(_DISTINCT_CWDS).fetchall()
         return [from_sqlite(cwd) for (cwd,) in found]
 
     def has(self, session_id: str) -> bool:
