@@ -287,12 +287,18 @@ def end_idle_workers() -> None:
     _IDLE.end()
 
 
+WAITING = 1
+"""Batches that may wait for the writer while it writes another. More let the files go on out to the
+workers through a long write (a large file's keys), but each waiting batch is held in memory: with
+two, the 2 GB bench's peak over the process tree rose by about 10 MB, near its 150 MB limit."""
+
+
 class _Batch:
     """Reads waiting to be committed together, written by a thread of their own.
 
     The thread that gathers reads hands each full batch to the writer and goes on handing files
     to the workers, so they keep parsing while a batch (a large file's keys, the full-text index)
-    is written. One batch waits at most while another is written, which bounds what is held.
+    is written. At most `WAITING` batches wait while another is written, which bounds what is held.
     """
 
     def __init__(self, builder: Builder, report: Callable[[IndexProgress], None]) -> None:
@@ -301,7 +307,7 @@ class _Batch:
         self._reads: list[FileRead] = []
         self._cost = 0
         self._started = time.monotonic()
-        self._full: queue.Queue[tuple[list[FileRead], int] | None] = queue.Queue(maxsize=1)
+        self._full: queue.Queue[tuple[list[FileRead], int] | None] = queue.Queue(maxsize=WAITING)
         self._failure: Exception | None = None
         self._writer = threading.Thread(target=self._write, name=f"dsh-index-{builder.name}", daemon=True)
         self._writer.start()

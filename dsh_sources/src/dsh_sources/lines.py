@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _BLOCK_BYTES = 1024 * 1024
+_BLANK = " \t\n\r\x0b\x0c"
+"""What `bytes.strip` strips: a line of only these is blank, not skipped."""
 
 _DECODER = json.JSONDecoder()
 _decode = _DECODER.decode
@@ -113,11 +115,21 @@ class JsonLines:
             pending, dropping = _held(block[end:], limit)
 
     def _record(self, line: bytes | bytearray) -> dict[str, JsonValue] | None:
-        """The line's JSON object, or None (counted as skipped unless the line is blank)."""
+        """The line's JSON object, or None (counted as skipped unless the line is blank).
+
+        A `bytearray` is emptied once decoded: a line of megabytes is not held while it is parsed.
+        """
         try:
-            record = _decode(line.decode("utf-8", "surrogatepass"))
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
-            if line.strip():
+            text = line.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # not UTF-8
+            self.skipped += 1
+            return None
+        if isinstance(line, bytearray):
+            line.clear()
+        try:
+            record = _decode(text)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep
+            if text.strip(_BLANK):
                 self.skipped += 1
             return None
         if type(record) is dict:
