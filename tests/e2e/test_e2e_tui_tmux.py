@@ -172,6 +172,26 @@ def test_mention_a_compacted_session_in_a_real_terminal(
     assert [e["data"]["reason"]["kind"] for e in log if e["type"] == "turn/end"] == ["completed"]
 
 
+@pytest.mark.foreign_logs  # the same hand-built logs
+def test_tab_typed_right_after_the_text_chooses_the_first_row_of_its_answer(terminal: Terminal) -> None:
+    terminal.wait_for("features: fs-read, retention, compact, session-reference")
+    # Tab follows the last key at once: it lands while the menu's answer is still being fetched.
+    terminal.type_keys("Use @Compacted")
+    terminal.press("Tab")
+    terminal.wait_for("Use @[Compacted source](dsh-session:")
+    terminal.press("C-c")
+    terminal.wait_until(lambda: "Use @[" not in terminal.screen(), "clearing the editor")
+    # Typed key by key again, Tab once the row shows: the visible row is chosen.
+    terminal.type_keys("Use @Compacted")
+    terminal.wait_for("Session · Compacted source")
+    terminal.press("Tab")
+    terminal.wait_for("Use @[Compacted source](dsh-session:")
+    terminal.press("C-u")
+    terminal.type("/quit")
+    terminal.press("Enter")
+    assert "Traceback" not in terminal.wait_for("[dsh exited 0]")
+
+
 def terminal_cwd(tmp_path: Path) -> str:
     return str((tmp_path / "workspace").resolve())
 
