@@ -19,8 +19,11 @@ from typing import Any
 
 import pytest
 from prompt_toolkit.application import create_app_session
+from prompt_toolkit.application.current import set_app
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.key_binding import KeyPress
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 from rich.console import Console
@@ -811,3 +814,109 @@ async def test_a_lone_pending_line_shows_once_asked_again(bare_host, workspace):
         source.items, source.status = ["grow-a"], None
         await chat.wait_for_completion("Item · grow-a")
         assert [shown for shown, _ in chat.completions()] == ["Item · grow-a"]
+
+
+# --- Tab while the menu's answer is in flight ---------------------------------------------------------
+
+
+class HeldSource:
+    """A plugin whose `@` source offers walrus items; the answer for a query in `held` waits for its event.
+
+    `status` (when set) leads every answer as a pending status line, as a source being indexed says.
+    """
+
+    NAMES = ("walrus", "walrus-calf")
+
+    def __init__(self) -> None:
+        self.held: dict[str, asyncio.Event] = {}
+        self.asked: list[str] = []
+        self.status: str | None = None
+
+    @hookimpl
+    def dsh_register_completions(self, host, register):
+        register(self.complete)
+
+    async def complete(self, agent, token, signal) -> list[MentionCompletion]:
+        self.asked.append(token.query)
+        if token.query in self.held:
+            await self.held[token.query].wait()
+        names = [name for name in self.NAMES if name.startswith(token.query)]
+        items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in names]
+        if self.status is not None:
+            items.insert(0, MentionCompletion(token.prefix, self.status, pending=True))
+        return items
+
+
+def press(chat: Chat, *keys: str) -> None:
+    """`keys` handled before this returns, in one go (the pipe's keys are read whenever the loop gets to them)."""
+    with set_app(chat.ui.app):
+        processor = chat.ui.app.key_processor
+        processor.feed_multiple([KeyPress(Keys.Tab if key == TAB else key) for key in keys])
+        processor.process_keys()
+
+
+@pytest.fixture
+def held(bare_host: Host) -> HeldSource:
+    source = HeldSource()
+    bare_host.pm.register(source, name="held")
+    return source
+
+
+async def test_tab_while_the_menu_is_asked_again_chooses_the_first_row_of_the_answer(bare_host, held, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@wal")
+        await chat.wait_for_completion("Item · walrus")
+        held.held["walr"] = asyncio.Event()
+        await chat.type_until("r", lambda: "walr" in held.asked, "the request for @walr")
+        # The request runs: prompt_toolkit's empty menu stands in for its answer, and asks no more meanwhile.
+        state = chat.ui.buffer.complete_state
+        assert state is not None and state.completions == []
+        press(chat, TAB)
+        assert chat.ui.buffer.text == "@walr"
+        held.held["walr"].set()
+        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
+
+
+async def test_tab_handled_with_the_last_key_chooses_the_first_row_of_its_answer(bare_host, held, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@wal")
+        await chat.wait_for_completion("Item · walrus")
+        held.held["walr"] = asyncio.Event()
+        press(chat, "r", TAB)  # the key's request is made but not started when Tab is handled
+        assert chat.ui.buffer.complete_state is None
+        await until(lambda: "walr" in held.asked, "the request for @walr")
+        held.held["walr"].set()
+        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
+
+
+async def test_a_key_typed_after_tab_cancels_its_choice_even_back_to_the_same_text(bare_host, held, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        held.held["walr"] = asyncio.Event()
+        await chat.type_until("@walr", lambda: "walr" in held.asked, "the request for @walr")
+        press(chat, TAB, "u", Keys.Backspace)
+        await until(lambda: held.asked.count("walr") == 2, "@walr asked again")
+        held.held["walr"].set()
+        await chat.wait_for_completion("Item · walrus")
+        await asyncio.sleep(0)  # one turn of the loop: what the answer scheduled as its menu was made has run
+        assert chat.ui.buffer.text == "@walr"
+        assert [shown for shown, _ in chat.completions()] == ["Item · walrus", "Item · walrus-calf"]
+
+
+async def test_tab_passes_over_a_status_line_for_the_first_row_under_it(bare_host, held, workspace):
+    held.status = "indexing, 1 of 3"
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@wal")
+        await chat.wait_for_completion("Item · walrus-calf")
+        assert [shown for shown, _ in chat.completions()] == ["indexing, 1 of 3", "Item · walrus", "Item · walrus-calf"]
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the first row")
+        await chat.clear()
+
+        held.held["walr"] = asyncio.Event()
+        await chat.type_until("@walr", lambda: "walr" in held.asked, "the request for @walr")
+        press(chat, TAB)
+        held.held["walr"].set()
+        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
