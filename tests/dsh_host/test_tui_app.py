@@ -758,17 +758,25 @@ async def test_the_window_title_names_the_session_and_stays_terminal_safe(bare_h
 
 
 class GrowingSource:
-    """A plugin whose `@` source the test changes between answers: a pending status line, then items."""
+    """A plugin whose `@` source the test changes between answers: a pending status line, then items.
+
+    `asked` lists the queries asked; the answer for a query in `held` waits for its event.
+    """
 
     def __init__(self) -> None:
         self.items: list[str] = []
         self.status: str | None = None
+        self.asked: list[str] = []
+        self.held: dict[str, asyncio.Event] = {}
 
     @hookimpl
     def dsh_register_completions(self, host, register):
         register(self.complete)
 
     async def complete(self, agent, token, signal) -> list[MentionCompletion]:
+        self.asked.append(token.query)
+        if token.query in self.held:
+            await self.held[token.query].wait()
         items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in self.items]
         if self.status is not None:
             items.append(MentionCompletion(token.prefix, self.status, pending=True))
@@ -819,34 +827,6 @@ async def test_a_lone_pending_line_shows_once_asked_again(bare_host, workspace):
 # --- Tab while the menu's answer is in flight ---------------------------------------------------------
 
 
-class HeldSource:
-    """A plugin whose `@` source offers walrus items; the answer for a query in `held` waits for its event.
-
-    `status` (when set) leads every answer as a pending status line, as a source being indexed says.
-    """
-
-    NAMES = ("walrus", "walrus-calf")
-
-    def __init__(self) -> None:
-        self.held: dict[str, asyncio.Event] = {}
-        self.asked: list[str] = []
-        self.status: str | None = None
-
-    @hookimpl
-    def dsh_register_completions(self, host, register):
-        register(self.complete)
-
-    async def complete(self, agent, token, signal) -> list[MentionCompletion]:
-        self.asked.append(token.query)
-        if token.query in self.held:
-            await self.held[token.query].wait()
-        names = [name for name in self.NAMES if name.startswith(token.query)]
-        items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in names]
-        if self.status is not None:
-            items.insert(0, MentionCompletion(token.prefix, self.status, pending=True))
-        return items
-
-
 def press(chat: Chat, *keys: str) -> None:
     """`keys` handled before this returns, in one go (the pipe's keys are read whenever the loop gets to them)."""
     with set_app(chat.ui.app):
@@ -856,37 +836,31 @@ def press(chat: Chat, *keys: str) -> None:
 
 
 @pytest.fixture
-def held(bare_host: Host) -> HeldSource:
-    source = HeldSource()
-    bare_host.pm.register(source, name="held")
+def held(bare_host: Host) -> GrowingSource:
+    source = GrowingSource()
+    source.items = ["walrus", "walrus-calf"]
+    bare_host.pm.register(source, name="walruses")
     return source
 
 
-async def test_tab_while_the_menu_is_asked_again_chooses_the_first_row_of_the_answer(bare_host, held, workspace):
+@pytest.mark.parametrize("with_the_key", [False, True], ids=["request-running", "request-made-with-the-key"])
+async def test_tab_before_the_answer_shows_chooses_its_first_row(bare_host, held, workspace, with_the_key):
     target = bare_host.sessions.create(str(workspace), "main-session")
     async with open_chat(bare_host, target) as chat:
         chat.type("@wal")
         await chat.wait_for_completion("Item · walrus")
         held.held["walr"] = asyncio.Event()
-        await chat.type_until("r", lambda: "walr" in held.asked, "the request for @walr")
-        # The request runs: prompt_toolkit's empty menu stands in for its answer, and asks no more meanwhile.
-        state = chat.ui.buffer.complete_state
-        assert state is not None and state.completions == []
-        press(chat, TAB)
-        assert chat.ui.buffer.text == "@walr"
-        held.held["walr"].set()
-        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
-
-
-async def test_tab_handled_with_the_last_key_chooses_the_first_row_of_its_answer(bare_host, held, workspace):
-    target = bare_host.sessions.create(str(workspace), "main-session")
-    async with open_chat(bare_host, target) as chat:
-        chat.type("@wal")
-        await chat.wait_for_completion("Item · walrus")
-        held.held["walr"] = asyncio.Event()
-        press(chat, "r", TAB)  # the key's request is made but not started when Tab is handled
-        assert chat.ui.buffer.complete_state is None
+        if with_the_key:
+            press(chat, "r", TAB)  # the key's request is made but not started when Tab is handled
+            assert chat.ui.buffer.complete_state is None
+        else:
+            await chat.type_until("r", lambda: "walr" in held.asked, "the request for @walr")
+            # The request runs: prompt_toolkit's empty menu stands in for its answer and asks no more meanwhile.
+            state = chat.ui.buffer.complete_state
+            assert state is not None and state.completions == []
+            press(chat, TAB)
         await until(lambda: "walr" in held.asked, "the request for @walr")
+        assert chat.ui.buffer.text == "@walr"
         held.held["walr"].set()
         await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
 
