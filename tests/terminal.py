@@ -44,10 +44,10 @@ class Terminal:
     def type(self, text: str) -> None:
         self._tmux("send-keys", "-t", "e2e:dsh", "-l", text)
 
-    def paste(self, text: str) -> None:
-        """`text` as one bracketed paste: the application gets it in one piece, not key by key."""
-        self._tmux("set-buffer", "-b", "paste", "--", text)
-        self._tmux("paste-buffer", "-p", "-d", "-b", "paste", "-t", "e2e:dsh")
+    def type_keys(self, text: str) -> None:
+        """`text` one key per send, as a person types, rather than in one write."""
+        for key in text:
+            self.type(key)
 
     def press(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "e2e:dsh", *keys)

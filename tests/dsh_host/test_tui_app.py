@@ -19,8 +19,11 @@ from typing import Any
 
 import pytest
 from prompt_toolkit.application import create_app_session
+from prompt_toolkit.application.current import set_app
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.key_binding import KeyPress
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 from rich.console import Console
@@ -755,17 +758,25 @@ async def test_the_window_title_names_the_session_and_stays_terminal_safe(bare_h
 
 
 class GrowingSource:
-    """A plugin whose `@` source the test changes between answers: a pending status line, then items."""
+    """A plugin whose `@` source the test changes between answers: a pending status line, then items.
+
+    `asked` lists the queries asked; the answer for a query in `held` waits for its event.
+    """
 
     def __init__(self) -> None:
         self.items: list[str] = []
         self.status: str | None = None
+        self.asked: list[str] = []
+        self.held: dict[str, asyncio.Event] = {}
 
     @hookimpl
     def dsh_register_completions(self, host, register):
         register(self.complete)
 
     async def complete(self, agent, token, signal) -> list[MentionCompletion]:
+        self.asked.append(token.query)
+        if token.query in self.held:
+            await self.held[token.query].wait()
         items = [MentionCompletion(f"@{name} ", f"Item · {name}") for name in self.items]
         if self.status is not None:
             items.append(MentionCompletion(token.prefix, self.status, pending=True))
@@ -811,3 +822,75 @@ async def test_a_lone_pending_line_shows_once_asked_again(bare_host, workspace):
         source.items, source.status = ["grow-a"], None
         await chat.wait_for_completion("Item · grow-a")
         assert [shown for shown, _ in chat.completions()] == ["Item · grow-a"]
+
+
+# --- Tab while the menu's answer is in flight ---------------------------------------------------------
+
+
+def press(chat: Chat, *keys: str) -> None:
+    """`keys` handled before this returns, in one go (the pipe's keys are read whenever the loop gets to them)."""
+    with set_app(chat.ui.app):
+        processor = chat.ui.app.key_processor
+        processor.feed_multiple([KeyPress(Keys.Tab if key == TAB else key) for key in keys])
+        processor.process_keys()
+
+
+@pytest.fixture
+def held(bare_host: Host) -> GrowingSource:
+    source = GrowingSource()
+    source.items = ["walrus", "walrus-calf"]
+    bare_host.pm.register(source, name="walruses")
+    return source
+
+
+@pytest.mark.parametrize("with_the_key", [False, True], ids=["request-running", "request-made-with-the-key"])
+async def test_tab_before_the_answer_shows_chooses_its_first_row(bare_host, held, workspace, with_the_key):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@wal")
+        await chat.wait_for_completion("Item · walrus")
+        held.held["walr"] = asyncio.Event()
+        if with_the_key:
+            press(chat, "r", TAB)  # the key's request is made but not started when Tab is handled
+            assert chat.ui.buffer.complete_state is None
+        else:
+            await chat.type_until("r", lambda: "walr" in held.asked, "the request for @walr")
+            # The request runs: prompt_toolkit's empty menu stands in for its answer and asks no more meanwhile.
+            state = chat.ui.buffer.complete_state
+            assert state is not None and state.completions == []
+            press(chat, TAB)
+        await until(lambda: "walr" in held.asked, "the request for @walr")
+        assert chat.ui.buffer.text == "@walr"
+        held.held["walr"].set()
+        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")
+
+
+async def test_a_key_typed_after_tab_cancels_its_choice_even_back_to_the_same_text(bare_host, held, workspace):
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        held.held["walr"] = asyncio.Event()
+        await chat.type_until("@walr", lambda: "walr" in held.asked, "the request for @walr")
+        press(chat, TAB, "u", Keys.Backspace)
+        await until(lambda: held.asked.count("walr") == 2, "@walr asked again")
+        held.held["walr"].set()
+        await chat.wait_for_completion("Item · walrus")
+        await asyncio.sleep(0)  # one turn of the loop: what the answer scheduled as its menu was made has run
+        assert chat.ui.buffer.text == "@walr"
+        assert [shown for shown, _ in chat.completions()] == ["Item · walrus", "Item · walrus-calf"]
+
+
+async def test_tab_passes_over_a_status_line_for_the_first_row_under_it(bare_host, held, workspace):
+    held.status = "indexing, 1 of 3"
+    target = bare_host.sessions.create(str(workspace), "main-session")
+    async with open_chat(bare_host, target) as chat:
+        chat.type("@wal")
+        await chat.wait_for_completion("Item · walrus-calf")
+        assert [shown for shown, _ in chat.completions()] == ["indexing, 1 of 3", "Item · walrus", "Item · walrus-calf"]
+        await chat.type_until(TAB, lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the first row")
+        await chat.clear()
+
+        held.held["walr"] = asyncio.Event()
+        await chat.type_until("@walr", lambda: "walr" in held.asked, "the request for @walr")
+        press(chat, TAB)
+        held.held["walr"].set()
+        await until(lambda: chat.ui.buffer.text == "@walrus ", "Tab choosing the answer's first row")

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.completion import CompleteEvent, Completion
 from prompt_toolkit.document import Document
 
 from dsh_host.text import iso_utc
-from dsh_host.tui.completion import MentionCompleter
+from dsh_host.tui.completion import MentionCompleter, first_choice
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import RegisteredSource
 from dsh_host.ui import MentionCompletion
@@ -297,3 +297,37 @@ async def test_typing_on_drops_a_pending_answer(workspace):
     assert [c.display_text for c in await complete(completer, "@x")] == ["indexing, 0 of 3"]
     completer.supersede()  # what every edit (and Escape) does
     assert await completer.ask_again() is None
+
+
+async def test_an_answer_is_announced_once_taken_and_an_abandoned_one_is_not(workspace):
+    answered: list[str] = []
+    service = Candidates(Candidate("slow", "slow", None, 0))
+    completer = MentionCompleter(
+        WorkspaceFileSearch(str(workspace)),
+        commands=lambda: COMMANDS,
+        sources=[RegisteredSource(SessionCompletions(service))],
+        target=lambda: TARGET,
+        on_answered=lambda document: answered.append(document.text),
+    )
+    assert [c.display_text for c in await complete(completer, "@slow")] == ["Session · slow"]
+    assert answered == []  # scheduled: the editor makes its menu of the answer first
+    await asyncio.sleep(0)
+    assert answered == ["@slow"]
+
+    service.hang_until_cancelled = True
+    service.called.clear()
+    pending = asyncio.ensure_future(complete(completer, "@slowx"))
+    await service.called.wait()
+    completer.supersede()
+    assert await pending == []
+    await asyncio.sleep(0)
+    assert answered == ["@slow"]
+
+
+def test_the_first_choice_passes_over_rows_that_put_back_the_token():
+    document = Document("see @wal")
+    status = Completion("@wal", start_position=-4, display="indexing, 1 of 3")
+    row = Completion("@walrus ", start_position=-4)
+    assert first_choice(document, [status, row]) is row
+    assert first_choice(document, [status]) is None
+    assert first_choice(document, []) is None

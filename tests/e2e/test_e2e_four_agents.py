@@ -231,7 +231,7 @@ def _menu(agents: FourAgents, terminal: Terminal) -> str:
     """
     screen = terminal.wait_for("features:")
     target = screen.split("session ", 1)[1].split()[0]
-    terminal.type("@Walrus")
+    terminal.type_keys("@Walrus")
     for title in TITLES.values():
         screen = terminal.wait_for(title)
     assert "indexing" not in screen  # the command line built the index: the menu answers from it at once
@@ -252,11 +252,8 @@ def _menu(agents: FourAgents, terminal: Terminal) -> str:
 
 
 def _choose(terminal: Terminal, typed: str, row: str, inserted: str) -> None:
-    """Paste `typed`, wait for its menu to show `row`, choose it, and wait for the mention `inserted`."""
-    # Pasted, so the editor asks for one menu: typed key by key, a row could still show from the
-    # request of one key while the next key's request is made, and Tab would then open that menu
-    # instead of choosing the row.
-    terminal.paste(typed)
+    """Type `typed` key by key, wait for its menu to show `row`, choose it, and wait for the mention `inserted`."""
+    terminal.type_keys(typed)
     terminal.wait_until(lambda: _shows(terminal, typed, row), f"the menu of {typed!r}")
     terminal.press("Tab")
     terminal.wait_until(lambda: _shows(terminal, inserted), f"the mention {inserted!r}")

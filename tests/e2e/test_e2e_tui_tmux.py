@@ -6,8 +6,10 @@ the compacted source through the `@` completion menu, submits, waits for the scr
 the card line, quits with `/quit`, and then reads the stored log of the new session: one
 `user/message` holding snapshot, delimiter and prompt, nothing that compaction shadowed.
 Along the way the hostile title must show up as inert `\\x1b...` text and must not retitle the
-terminal: the window title names the chat's session, and nothing else. Every wait polls the
-screen under a deadline.
+terminal: the window title names the chat's session, and nothing else. Typed key by key, a Tab
+pressed at once after the text, or as soon as a row shows (perhaps from an earlier key's answer
+while a later key's is fetched), chooses the session. Every wait polls the screen under a
+deadline.
 """
 
 from __future__ import annotations
@@ -170,6 +172,26 @@ def test_mention_a_compacted_session_in_a_real_terminal(
         for shadowed in SHADOWED:
             assert shadowed not in line
     assert [e["data"]["reason"]["kind"] for e in log if e["type"] == "turn/end"] == ["completed"]
+
+
+@pytest.mark.foreign_logs  # the same hand-built logs
+def test_tab_typed_right_after_the_text_chooses_the_first_row_of_its_answer(terminal: Terminal) -> None:
+    terminal.wait_for("features: fs-read, retention, compact, session-reference")
+    # Tab follows the last key at once: it lands while the menu's answer is still being fetched.
+    terminal.type_keys("Use @Compacted")
+    terminal.press("Tab")
+    terminal.wait_for("Use @[Compacted source](dsh-session:")
+    terminal.press("C-c")
+    terminal.wait_until(lambda: "Use @[" not in terminal.screen(), "clearing the editor")
+    # Again, Tab once the row shows: it may show from an earlier key's answer while a later key's is fetched.
+    terminal.type_keys("Use @Compacted")
+    terminal.wait_for("Session · Compacted source")
+    terminal.press("Tab")
+    terminal.wait_for("Use @[Compacted source](dsh-session:")
+    terminal.press("C-u")
+    terminal.type("/quit")
+    terminal.press("Enter")
+    assert "Traceback" not in terminal.wait_for("[dsh exited 0]")
 
 
 def terminal_cwd(tmp_path: Path) -> str:

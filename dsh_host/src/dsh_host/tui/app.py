@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.application.current import set_app
 from prompt_toolkit.buffer import Buffer, CompletionState
+from prompt_toolkit.completion import Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -49,7 +50,7 @@ from dsh_host.asyncs import resolve
 from dsh_host.terminal_text import display_inline_text, display_text
 from dsh_host.text import js_trim
 from dsh_host.tui import render
-from dsh_host.tui.completion import MentionCompleter
+from dsh_host.tui.completion import MentionCompleter, first_choice
 from dsh_host.tui.file_search import WorkspaceFileSearch
 from dsh_host.tui.mentions import collect_sources
 from dsh_host.tui.slash import SlashCommands, start_command
@@ -205,6 +206,8 @@ class ChatUI:
         self._preparations: set[asyncio.Future[Any]] = set()
         self._menu_refills: set[asyncio.Future[None]] = set()
         self._exit_armed = False
+        # The text a Tab was pressed on before any row of its menu showed: its answer is chosen from.
+        self._tab_waiting: Document | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         self.preview = StreamPreview()
         self.commands = SlashCommands.collect(host)
@@ -222,6 +225,7 @@ class ChatUI:
             target=lambda: self.agent,
             on_abandoned=self._complete_again,
             on_pending=self._refresh_menu,
+            on_answered=self._answered,
         )
         self.buffer = Buffer(
             multiline=True,
@@ -419,7 +423,35 @@ class ChatUI:
 
     def _on_text_changed(self, _: Buffer) -> None:
         self._exit_armed = False
+        self._tab_waiting = None
         self.completer.supersede()
+
+    def _choose_row(self) -> None:
+        """Tab: insert the menu's selected row, else its first choice (`first_choice`); with no row
+        shown yet, the first choice of the answer for this text.
+
+        While a request runs, prompt_toolkit holds an empty menu (the screen may still show the
+        previous text's rows) and drops any other request, so a Tab that only asked would be lost.
+        """
+        state = self.buffer.complete_state
+        if state is not None and state.completions:
+            self._apply(state.current_completion or first_choice(state.original_document, state.completions))
+            return
+        self._tab_waiting = self.buffer.document
+        self.buffer.start_completion()  # dropped when one runs already: that one answers this text
+
+    def _answered(self, document: Document) -> None:
+        """The menu of `document` is made: choose its first choice if a Tab waits for it."""
+        if self._tab_waiting is None or document != self._tab_waiting or self.buffer.document != document:
+            return
+        self._tab_waiting = None
+        state = self.buffer.complete_state
+        if state is not None:
+            self._apply(first_choice(document, state.completions))
+
+    def _apply(self, completion: Completion | None) -> None:
+        if completion is not None:
+            self.buffer.apply_completion(completion)
 
     def _complete_again(self) -> None:
         if self.app.is_running and self.buffer.complete_state is None:
@@ -467,11 +499,7 @@ class ChatUI:
 
         @bindings.add("tab")
         def _complete(event: KeyPressEvent) -> None:
-            state = self.buffer.complete_state
-            if state is not None and state.completions:
-                self.buffer.apply_completion(state.current_completion or state.completions[0])
-            else:
-                self.buffer.start_completion(insert_common_part=True)
+            self._choose_row()
 
         @bindings.add("c-c")
         def _interrupt(event: KeyPressEvent) -> None:
@@ -484,6 +512,7 @@ class ChatUI:
         @bindings.add("escape", filter=~running)
         def _close_menu(event: KeyPressEvent) -> None:
             self.buffer.cancel_completion()
+            self._tab_waiting = None
             self.completer.supersede()  # closed on purpose: a pending answer must not reopen it
 
         @bindings.add("c-d", filter=Condition(lambda: not self.buffer.text))

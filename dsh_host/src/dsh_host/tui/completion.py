@@ -6,7 +6,9 @@ sessions). All lookups run as one asyncio task that is abandoned as soon as typi
 `supersede()` (wired to every edit) sets the cancel signal every source was given, so a slow
 store never holds the menu on stale text. prompt_toolkit
 runs one completion at a time and drops requests made meanwhile, so an abandoned request calls
-`on_abandoned` afterwards, for the editor to ask again about the text it holds now.
+`on_abandoned` afterwards, for the editor to ask again about the text it holds now. A request
+that answers calls `on_answered(document)` once the editor has made its menu of the answer (the
+editor's Tab, pressed before any row showed, chooses from it then).
 
 A source whose answer is provisional (an item with `pending`, such as sessions still being
 indexed) makes the completer call `on_pending` `REFRESH_SECONDS` later, unless typing moved on
@@ -60,6 +62,7 @@ class MentionCompleter(Completer):
         target: Callable[[], Agent | None] = lambda: None,
         on_abandoned: Callable[[], None] | None = None,
         on_pending: Callable[[], None] | None = None,
+        on_answered: Callable[[Document], None] | None = None,
     ) -> None:
         self.files = files
         self._commands = commands
@@ -67,6 +70,7 @@ class MentionCompleter(Completer):
         self._target = target
         self._on_abandoned = on_abandoned
         self._on_pending = on_pending
+        self._on_answered = on_answered
         self._cancel: asyncio.Event | None = None
         self._pending: Document | None = None
         self._refresh: asyncio.TimerHandle | None = None
@@ -92,17 +96,25 @@ class MentionCompleter(Completer):
         token = active_at_token(document.text_before_cursor)
         if token is None:
             self.files.invalidate()
+            found: list[Completion] | None = []
+        else:
+            found = await self._mentions(document, token)
+        loop = asyncio.get_running_loop()
+        if found is None:
+            if self._on_abandoned is not None:
+                # Scheduled, not called: the editor accepts a new request only once this one returns.
+                loop.call_soon(self._on_abandoned)
             for completion in base:
                 yield completion
             return
-        found = await self._mentions(document, token)
-        if found is None:
-            found = []
-            if self._on_abandoned is not None:
-                # Scheduled, not called: the editor accepts a new request only once this one returns.
-                asyncio.get_running_loop().call_soon(self._on_abandoned)
-        for completion in (*found, *base):
-            yield completion
+        try:
+            for completion in (*found, *base):
+                yield completion
+        finally:
+            if self._on_answered is not None:
+                # Scheduled, so it runs once the editor has made its menu of this answer (prompt_toolkit
+                # does so in the same step as it takes the last item).
+                loop.call_soon(self._on_answered, document)
 
     async def ask_again(self) -> tuple[Document, list[Completion]] | None:
         """The completions, asked anew, of the text whose last answer was pending.
@@ -172,6 +184,16 @@ class MentionCompleter(Completer):
         except Exception:  # failures (cancellation included) just offer nothing from this source
             log.debug("mention completion failed for %r", token.query, exc_info=True)
             return []
+
+
+def first_choice(document: Document, completions: Sequence[Completion]) -> Completion | None:
+    """The first of `completions` that changes `document`'s text, or None.
+
+    What Tab chooses when no row is selected: a status line (a pending item such as `indexing
+    sessions`) puts back the token as typed, so it is passed over for the rows under it.
+    """
+    typed = document.text_before_cursor
+    return next((c for c in completions if typed[len(typed) + c.start_position :] != c.text), None)
 
 
 def _file_completion(token: AtToken, match: FileMatch) -> Completion | None:
