@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dsh_host.sources import IndexProgress
-from dsh_sources.build import IndexBuild
+from dsh_sources.build import IndexBuild, end_idle_workers
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import StoreFormat, StoreRead
 
@@ -40,6 +40,8 @@ class StoreUpdates(IndexBuild[StoreFormat]):
         if gone:
             self.index.forget(gone)
         stale = [path for path in listed if self._stale(path)]
+        if stale:
+            end_idle_workers()  # a store is read in this process: workers kept for file builds would only sit on memory
         sizes = [_size(path) for path in stale]
         self.progress = IndexProgress(0, len(stale), 0, sum(sizes), True, False)
         self._tell(report)
