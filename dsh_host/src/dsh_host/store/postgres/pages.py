@@ -6,9 +6,8 @@ hides from the connecting role, so a page holds only what that role may read.
 
 from __future__ import annotations
 
-from typing import Any
-
 import psycopg
+from psycopg.rows import TupleRow
 
 from dsh_host.session.events import SurfaceText
 from dsh_host.session.snapshots import EventsPage, SurfacePage
@@ -94,7 +93,7 @@ def read_events_page(conn: psycopg.Connection, session_id: str, before_seq: int 
     return pages.events_page(session_id, first, [line for (line,) in lines], next_seq)
 
 
-def _session(conn: psycopg.Connection, session_id: str, columns: str = "pk, next_seq") -> tuple[Any, ...]:
+def _session(conn: psycopg.Connection, session_id: str, columns: str = "pk, next_seq") -> TupleRow:
     """A readable session's named columns (its pk and next seq unless told); SessionNotFound when there is none."""
     row = conn.execute(f"SELECT {columns} FROM dsh.sessions WHERE id = %s", (encode(session_id),)).fetchone()
     if row is None:
