@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_host import SessionNotFound
+from dsh_host import SessionNotFound, StoredTitle
 from dsh_host.page_reads import activity, decode_cursor, encode_cursor
 from dsh_host.paging import AgentInfo, InvalidPageRequest
 from dsh_host.session.events import SessionHeader
@@ -191,13 +191,45 @@ def test_live_and_stored_sessions_page_the_same_surface_and_log(host, log_builde
         assert walk_events(query, session_id, limit) == run(query.read_events(session_id))
 
 
+def titled(L, seq: int, title: str) -> dict:
+    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=seq)
+
+
+def test_a_page_of_a_live_or_stored_session_carries_its_header_and_latest_title(host, log_builder):
+    L = log_builder
+    query = host.services.session_query
+    live = host.sessions.create("/w", "live")
+    live.append_raw(L.user(0, "q"))
+    page = run(query.read_surface_page("live"))
+    assert (page.header, page.title) == (live.header, None)
+    for seq, title in ((1, "first"), (2, "second")):
+        live.append_raw(titled(L, seq, title))
+        page = run(query.read_surface_page("live"))
+        assert (page.header, page.title, page.captured_through_seq) == (live.header, title, seq)
+    raws = [L.user(0, "q"), titled(L, 1, "first"), titled(L, 2, "stored \ud800 title")]
+    host.store.import_log(L.header("stored", created_at=4, cwd="/s"), L.events(raws))
+    page = run(query.read_surface_page("stored"))
+    assert (page.header, page.title) == (run(query.read_header("stored")), "stored \ud800 title")
+    assert (page.header.created_at, page.header.cwd) == (4, "/s")
+
+
 def test_a_source_session_pages_its_conversation(host, notes):
     note(notes, "a.md", 7)
     query = host.services.session_query
     page = run(query.read_surface_page("notes:a.md"))
     assert [(e.position, e.seq, e.time, e.kind, e.text) for e in page.entries] == [(0, 0, 7, "user", "Note a.md\nbody")]
     assert (page.before, page.captured_through_seq) == (None, 0)
+    # The notes source keeps no title of its own (its listing shows the note's first line).
+    assert (page.header, page.title) == (run(query.read_header("notes:a.md")), None)
     assert walk_events(query, "notes:a.md", 1) == run(query.read_events("notes:a.md"))
+
+
+def test_a_page_of_a_source_that_pages_nothing_carries_the_title_it_keeps(host, notes, monkeypatch):
+    note(notes, "a.md", 7)
+    source = host.sources.get("notes")
+    monkeypatch.setattr(source, "read_title", lambda session_id: StoredTitle(f"title of {session_id}", 0, 7))
+    page = run(host.services.session_query.read_surface_page("notes:a.md"))
+    assert (page.header.id, page.header.created_at, page.title) == ("notes:a.md", 7, "title of notes:a.md")
 
 
 def test_pages_of_an_unknown_session_or_a_bad_position(host):

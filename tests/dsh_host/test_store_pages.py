@@ -189,6 +189,35 @@ def test_a_surface_page_marks_checkpoints_and_steering_and_leaves_tools_out(stor
     assert [e.seq for e in store.read_surface_page("s", older.before, 2).entries] == [3, 7]
 
 
+def titled(L, seq: int, title: str) -> dict:
+    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=seq)
+
+
+@given(title=st.text(), cwd=st.none() | st.text())
+@PROPERTY
+def test_a_surface_page_carries_the_header_and_the_latest_title(shared_store, log_builder, title, cwd):
+    L = log_builder
+    session_id = f"titled-{next(_runs)}"
+    header = SessionHeader(id=session_id, created_at=5, cwd=cwd)
+    shared_store.import_log(header, L.events([L.user(0, "q"), titled(L, 1, "first"), titled(L, 2, title)]))
+    page = shared_store.read_surface_page(session_id, None, 1)
+    assert (page.header.id, page.header.created_at, page.header.cwd, page.title) == (session_id, 5, cwd, title)
+    stored = (shared_store.read_header(session_id), shared_store.read_title(session_id).title)
+    assert (page.header, page.title) == stored
+
+
+def test_a_surface_page_sees_a_new_title_and_none_before_the_first(store, log_builder):
+    L = log_builder
+    header = L.header("s", created_at=3, cwd="/w")
+    store.import_log(header, L.events([L.user(0, "q")]))
+    page = store.read_surface_page("s", None, 5)
+    assert (page.header, page.title) == (store.read_header("s"), None)
+    assert (page.header.created_at, page.header.cwd) == (3, "/w")
+    store.append(header, L.events([titled(L, 1, "named"), L.assistant(2, "a")]))
+    page = store.read_surface_page("s", None, 5)
+    assert (page.title, [e.text for e in page.entries]) == ("named", ["q", "a"])
+
+
 def test_surface_text_any_string_survives_a_page(store, log_builder):
     L = log_builder
     texts = ["lone \ud800 surrogate", "nul \x00 byte", "plain"]

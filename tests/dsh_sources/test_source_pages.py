@@ -97,3 +97,6 @@ def test_a_conversation_page_reads_only_its_messages(source_host, agent_dirs, mo
     assert entries[-3].text == whole[-3]["data"]["content"][0]["text"]
     assert all(stop - start <= 5 for start, stop in asked), asked
     assert pages[0].captured_through_seq == len(whole) - 1
+    title = run(query.read_title(sid))
+    assert title is not None
+    assert all((page.header, page.title) == (run(query.read_header(sid)), title.title) for page in pages)

@@ -21,7 +21,7 @@ from dsh_host.store.pages import NodeRow, event_span, surface_page
 if TYPE_CHECKING:
     from dsh_host.jsontypes import JsonValue
     from dsh_host.query import SessionRecord
-    from dsh_host.session.events import SurfaceText
+    from dsh_host.session.events import SessionHeader, SurfaceText
     from dsh_host.store.base import ActivityKey, SessionRow
 
 MAX_LIMIT = 1000
@@ -85,7 +85,8 @@ def rows_by_activity(
 
 
 def surface_page_of(
-    session_id: str,
+    header: SessionHeader,
+    title: str | None,
     captured_through_seq: int | None,
     count: int,
     node: Callable[[int], tuple[int, int | float | None, SurfaceText]],
@@ -101,7 +102,7 @@ def surface_page_of(
         stop = count if at is None else min(at, count)
         return [(position, *node(position)) for position in range(stop - 1, max(stop - wanted, 0) - 1, -1)]
 
-    return surface_page(session_id, captured_through_seq, fetch, before, limit)
+    return surface_page(header, title, captured_through_seq, fetch, before, limit)
 
 
 def events_page_of(

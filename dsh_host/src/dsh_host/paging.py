@@ -3,8 +3,8 @@
 `SessionQuery.list_page` answers a `SessionPage` of the sessions listing (newest last activity
 first, keyset-paged by an opaque cursor), `list_agents` the `AgentInfo` of each agent it can be
 filtered to, `read_surface_page` a `SurfacePage` of a session's conversation (`SurfaceEntry` per
-message) and `read_events_page` an `EventsPage` of its full log; a request none of them can
-answer is an `InvalidPageRequest`.
+message, with the session's header and latest title) and `read_events_page` an `EventsPage` of
+its full log; a request none of them can answer is an `InvalidPageRequest`.
 """
 
 from __future__ import annotations

@@ -295,7 +295,9 @@ class SessionQuery:
 
         Entries are user, assistant and steering messages with text, a compaction checkpoint
         one entry (`SurfaceEntry.kind`), in reading order; `before` is None for the newest page,
-        else the previous page's `before`. The store reads only the page's rows. Raises
+        else the previous page's `before`. The page carries the session's header and latest
+        title as they were at the same read (a view of it reads nothing else). The store reads
+        only the page's rows and the session's own row, in one transaction. Raises
         SessionNotFound for an unknown id, `InvalidPageRequest` for a bad `before` or limit.
         """
         import asyncio
@@ -314,6 +316,7 @@ class SessionQuery:
         if isinstance(source, PagedSource):
             return source.read_surface_page(session_id, before, limit)
         snapshot = source.read_surface(session_id)
+        title = source.read_title(session_id)
         nodes = snapshot.events
 
         def node(position: int) -> tuple[int, int | float | None, SurfaceText]:
@@ -325,7 +328,15 @@ class SessionQuery:
                 surface_text(cast(str, event.get("type")), event.get("data")),
             )
 
-        return surface_page_of(session_id, snapshot.captured_through_seq, len(nodes), node, before, limit)
+        return surface_page_of(
+            snapshot.header,
+            None if title is None else title.title,
+            snapshot.captured_through_seq,
+            len(nodes),
+            node,
+            before,
+            limit,
+        )
 
     async def read_events_page(self, session_id: str, *, before_seq: int | None = None, limit: int = 200) -> EventsPage:
         """The newest `limit` events of the session's full log with seq below `before_seq`, in seq order.
@@ -626,7 +637,9 @@ def live_surface_page(session: Session, before: int | None, limit: int) -> Surfa
         return event.seq, event.time, surface_text(event.type, event.data)
 
     last = session.seq - 1
-    return surface_page_of(session.id, last if last >= 0 else None, len(nodes), node, before, limit)
+    title = latest_title(session.events)
+    shown = None if title is None else title["title"]
+    return surface_page_of(session.header, shown, last if last >= 0 else None, len(nodes), node, before, limit)
 
 
 def _no_sources() -> SessionSources:

@@ -267,7 +267,7 @@ class AgentSource:
     def _conversation(self, session_id: str) -> SourceConversation:
         entry = self._entry(session_id)
         messages = tuple(said.message for said in self.index.messages(entry.pk))
-        header = SessionHeader(id=session_id, created_at=entry.created_at, cwd=entry.cwd)
+        header = _header(session_id, entry)
         return SourceConversation(header, messages, self.format.provider)
 
     def list_sessions(self) -> list[SessionRow]:
@@ -327,7 +327,7 @@ class AgentSource:
                 for position, s in reversed(list(enumerate(said, start)))
             ]
 
-        return surface_page(session_id, count - 1 if count else None, fetch, before, limit)
+        return surface_page(_header(session_id, entry), entry.title, count - 1 if count else None, fetch, before, limit)
 
     def has(self, session_id: str) -> bool:
         try:
@@ -338,7 +338,7 @@ class AgentSource:
 
     def read_header(self, session_id: str) -> SessionHeader:
         entry = self._entry(session_id)
-        return SessionHeader(id=session_id, created_at=entry.created_at, cwd=entry.cwd)
+        return _header(session_id, entry)
 
     def read_title(self, session_id: str) -> StoredTitle | None:
         entry = self._entry(session_id)
@@ -657,3 +657,8 @@ class IndexingNotice:
             return None
         # Listing the files: worth a line only when the index was not complete before.
         return None if source._complete_before else "listing files"
+
+
+def _header(session_id: str, entry: SessionEntry) -> SessionHeader:
+    """The header a session's index entry stands for (an agent's transcript has no header of its own)."""
+    return SessionHeader(id=session_id, created_at=entry.created_at, cwd=entry.cwd)

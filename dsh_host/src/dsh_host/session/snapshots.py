@@ -61,12 +61,16 @@ class SurfacePage:
 
     `before` is what to pass as `before` for the next older page (None: nothing is older);
     `captured_through_seq` the seq of the session's last event of any type at the read.
+    `header` and `title` (its latest title's text, None without one) are the session's at the
+    same read, so a view of the page needs no other read.
     """
 
     session_id: str
     entries: tuple[SurfaceEntry, ...]
     before: int | None
     captured_through_seq: int | None
+    header: SessionHeader
+    title: str | None
 
 
 @dataclass(frozen=True)

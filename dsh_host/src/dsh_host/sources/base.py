@@ -152,7 +152,8 @@ class PagedSource(Protocol):
         ...
 
     def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
-        """The newest `limit` readable entries of the conversation before position `before` (None: the newest)."""
+        """The newest `limit` readable entries of the conversation before position `before` (None: the newest),
+        with the session's header and latest title."""
         ...
 
 

@@ -236,7 +236,8 @@ class SessionStore(Protocol):
     def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
         """The newest `limit` readable entries of the surface before position `before` (None: the newest).
 
-        Positions are the store's surface positions. It reads the page's nodes, not the surface.
+        Positions are the store's surface positions. It reads the page's nodes, not the surface,
+        and the session's header and latest title in the same read transaction.
         """
         ...
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from dsh_host.session.events import SurfaceText
+from dsh_host.session.events import SessionHeader, SurfaceText
 from dsh_host.session.snapshots import EventsPage, SurfaceEntry, SurfacePage, surface_entry
 
 NodeRow = tuple[int, int, "int | float | None", SurfaceText]
@@ -19,9 +19,16 @@ FetchNodes = Callable[["int | None", int], Sequence[NodeRow]]
 
 
 def surface_page(
-    session_id: str, captured_through_seq: int | None, fetch: FetchNodes, before: int | None, limit: int
+    header: SessionHeader,
+    title: str | None,
+    captured_through_seq: int | None,
+    fetch: FetchNodes,
+    before: int | None,
+    limit: int,
 ) -> SurfacePage:
     """The page of the newest `limit` readable entries before `before`, fetching nodes until it is full.
+
+    `header` and `title` (the latest title's text) are the session's, read with the nodes.
 
     A store's query already leaves most unreadable nodes out; the rest (rows whose text only the
     store's raw encoding holds) are sorted out here, and more are fetched in their stead.
@@ -40,7 +47,8 @@ def surface_page(
         at = nodes[-1][0]
     more = len(newest_first) > limit
     entries = tuple(reversed(newest_first[:limit]))
-    return SurfacePage(session_id, entries, entries[0].position if more else None, captured_through_seq)
+    before_next = entries[0].position if more else None
+    return SurfacePage(header.id, entries, before_next, captured_through_seq, header, title)
 
 
 def event_span(before_seq: int | None, limit: int, next_seq: int) -> tuple[int, int]:

@@ -215,16 +215,13 @@ def build_app(reader: Reader) -> Starlette:
         sid = session_id(request)
         before = int_param(request, "before")
         try:
-            header, surface, title = await asyncio.gather(
-                reader.query.read_header(sid),
-                reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE),
-                reader.query.read_title(sid),
-            )
+            # The page carries the header and title: one read, not three.
+            surface = await reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE)
         except SessionNotFound:
             raise NotFound(f"no session {visible_text(sid)}") from None
         return page(
             "session.html",
-            **await _session_context(reader, sid, header, title.title if title else None, request),
+            **await _session_context(reader, sid, surface.header, surface.title, request),
             messages=_joined(message_html(e) for e in surface.entries),
             older=surface.before,
             newest=before is None,

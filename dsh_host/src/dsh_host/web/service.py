@@ -26,14 +26,8 @@ class SessionHtml:
         from dsh_host.web.export import ExportPage, export_html
         from dsh_host.web.reads import all_entries
 
-        header = await self._query.read_header(session_id)
-        title = await self._query.read_title(session_id)
-        entries = await all_entries(self._query, session_id)
+        newest, entries = await all_entries(self._query, session_id)
         page = ExportPage(
-            session_id,
-            title.title if title else None,
-            self._query.agent_name(session_id),
-            header.cwd,
-            header.created_at,
+            session_id, newest.title, self._query.agent_name(session_id), newest.header.cwd, newest.header.created_at
         )
         return export_html(page, entries)

@@ -372,12 +372,14 @@ class SqliteSessionStore:
             return [_surface_texts(conn, session_id) for session_id in session_ids]
 
     def read_surface_page(self, session_id: str, before: int | None, limit: int) -> SurfacePage:
-        """The newest `limit` readable surface entries before position `before`, in one read transaction.
+        """The newest `limit` readable surface entries before position `before`, with the session's
+        header and latest title, in one read transaction.
 
         Positions are the surface rows' `ord`; the page reads its own rows along the primary key.
         """
         with self._read() as conn:
-            pk, next_seq = _session_row(conn, session_id, "pk, next_seq")
+            pk, next_seq, header_text, title = _session_row(conn, session_id, "pk, next_seq, header, title")
+            header = rows.header_from_row(header_text, session_id)
 
             def fetch(at: int | None, count: int) -> list[pages.NodeRow]:
                 params = {"pk": pk, "before": _LAST_SEQ + 1 if at is None else at, "limit": count}
@@ -386,7 +388,8 @@ class SqliteSessionStore:
                     for ord_, seq, time, kind, source, plugin, text in conn.execute(_SURFACE_PAGE, params)
                 ]
 
-            return pages.surface_page(session_id, next_seq - 1 if next_seq else None, fetch, before, limit)
+            shown = None if title is None else from_sqlite(title)
+            return pages.surface_page(header, shown, next_seq - 1 if next_seq else None, fetch, before, limit)
 
     def read_events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
         """The newest `limit` events before `before_seq`, in seq order, in one read transaction."""
