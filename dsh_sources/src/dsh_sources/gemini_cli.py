@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dsh_host import hookimpl
+from dsh_sources.plugin import format_names, indexing_notice
 
 if TYPE_CHECKING:
-    from dsh_host import Host
-    from dsh_host.hookspecs import RegisterCompletion, SourceFactory
+    from dsh_host.hookspecs import SourceFactory
 
 NAME = "gemini-cli"
 DISPLAY_NAME = "Gemini CLI"
@@ -41,18 +41,5 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
     )
 
 
-@hookimpl
-def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
-    """Say in the `@` menu while the source's index is still being built."""
-    from dsh_sources.source import IndexingNotice
-
-    register(IndexingNotice(host, NAME), None)
-
-
-def __getattr__(name: str) -> object:
-    """The format's names (`GeminiCliFormat`, `PROJECTION`, ...), imported on first access."""
-    if name.startswith(("dsh_", "__")):  # hooks and dunders: pluggy and the import system ask every plugin
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from dsh_sources.formats import gemini_cli
-
-    return getattr(gemini_cli, name)
+dsh_register_completions = indexing_notice(NAME)
+__getattr__ = format_names("dsh_sources.formats.gemini_cli")

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh_host import hookimpl
+from dsh_sources.plugin import format_names, indexing_notice
 
 if TYPE_CHECKING:
-    from dsh_host import Host
-    from dsh_host.hookspecs import RegisterCompletion, SourceFactory
+    from dsh_host.hookspecs import SourceFactory
 
 NAME = "opencode"
 DISPLAY_NAME = "OpenCode"
@@ -39,18 +39,5 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
     register_store_source(register, NAME, OpenCodeFormat, home=home, projection=PROJECTION, display_name=DISPLAY_NAME)
 
 
-@hookimpl
-def dsh_register_completions(host: Host, register: RegisterCompletion) -> None:
-    """Say in the `@` menu while the source's index is still being built."""
-    from dsh_sources.source import IndexingNotice
-
-    register(IndexingNotice(host, NAME), None)
-
-
-def __getattr__(name: str) -> object:
-    """The format's names (`OpenCodeFormat`, `PROJECTION`, ...), imported on first access."""
-    if name.startswith(("dsh_", "__")):  # hooks and dunders: pluggy and the import system ask every plugin
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from dsh_sources.formats import opencode
-
-    return getattr(opencode, name)
+dsh_register_completions = indexing_notice(NAME)
+__getattr__ = format_names("dsh_sources.formats.opencode")
