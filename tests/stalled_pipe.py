@@ -10,6 +10,7 @@ another process's state: synchronisation, not timing assertions.
 from __future__ import annotations
 
 import fcntl
+import signal
 import subprocess
 import termios
 import time
@@ -57,6 +58,15 @@ def wait_until_delivered(process: subprocess.Popen[bytes], signum: int) -> None:
     """Send `signum` to `process` and wait until it is no longer pending (its handler took it)."""
     process.send_signal(signum)
     poll_until(lambda: not _pending(process.pid) & (1 << (signum - 1)), f"signal {signum} delivered")
+
+
+def end_input(process: subprocess.Popen[bytes], how: str) -> None:
+    """End a stalled server's input the way `how` says: `sigterm` (waiting until it is delivered) or `eof`."""
+    if how == "sigterm":
+        wait_until_delivered(process, signal.SIGTERM)
+    else:
+        assert process.stdin is not None
+        process.stdin.close()
 
 
 def wait_for_line(stream: IO[bytes], text: str) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.acp.harness import store_events, turn_ends, wait_for_logged
 from tests.processes import dsh_command, frames_of, hermetic_env
-from tests.stalled_pipe import pipe_capacity, wait_until_delivered, wait_until_full
+from tests.stalled_pipe import end_input, pipe_capacity, wait_until_full
 
 ANSWER = [{"text": "Hello from dsh"}]
 
@@ -193,20 +193,11 @@ def _stalled_mid_frame(tmp_path: Path) -> tuple[AcpProcess, str]:
     return acp, big_id
 
 
-def _end(acp: AcpProcess, how: str) -> None:
-    """End the input the way `how` says: SIGTERM (waiting until it is delivered) or EOF."""
-    if how == "sigterm":
-        wait_until_delivered(acp.process, signal.SIGTERM)
-    else:
-        assert acp.process.stdin is not None
-        acp.process.stdin.close()
-
-
 @pytest.mark.parametrize("how", ["sigterm", "eof"])
 def test_the_end_mid_write_finishes_the_frame_and_exits_0_within_2_s(tmp_path, how):
     acp, big_id = _stalled_mid_frame(tmp_path)
     started = time.monotonic()
-    _end(acp, how)
+    end_input(acp.process, how)
     assert acp.process.stdout is not None
     out = acp.process.stdout.read()
     assert acp.process.wait(timeout=60) == 0

@@ -17,7 +17,7 @@ from dsh_host.mcp.stdio import MAX_FRAME_BYTES
 from dsh_host.session.events import SessionHeader
 from dsh_session_reference import encode_uri
 from tests.processes import dsh_command, frames_of, hermetic_env
-from tests.stalled_pipe import pipe_capacity, wait_for_line, wait_until_delivered, wait_until_full
+from tests.stalled_pipe import end_input, pipe_capacity, wait_for_line, wait_until_full
 
 # Its sessions are imported by hand.
 pytestmark = pytest.mark.foreign_logs
@@ -234,20 +234,11 @@ def _stalled_mid_frame(tmp_path: Path, served: dict[str, str]) -> tuple[McpProce
     return mcp, big_id
 
 
-def _end(mcp: McpProcess, how: str) -> None:
-    """End the input the way `how` says: SIGTERM (waiting until it is delivered) or EOF."""
-    if how == "sigterm":
-        wait_until_delivered(mcp.process, signal.SIGTERM)
-    else:
-        assert mcp.process.stdin is not None
-        mcp.process.stdin.close()
-
-
 @pytest.mark.parametrize("how", ["sigterm", "eof"])
 def test_the_end_mid_write_finishes_the_frame_and_exits_0_within_2_s(tmp_path, served, how):
     mcp, big_id = _stalled_mid_frame(tmp_path, served)
     started = time.monotonic()
-    _end(mcp, how)
+    end_input(mcp.process, how)
     assert mcp.process.stdout is not None
     out = mcp.process.stdout.read()
     assert mcp.process.wait(timeout=60) == 0
@@ -258,7 +249,7 @@ def test_the_end_mid_write_finishes_the_frame_and_exits_0_within_2_s(tmp_path, s
 @pytest.mark.parametrize("how", ["sigterm", "eof"])
 def test_a_frame_still_in_flight_after_the_calls_grace_is_finished_for_a_late_reader(tmp_path, served, how):
     mcp, big_id = _stalled_mid_frame(tmp_path, served)
-    _end(mcp, how)
+    end_input(mcp.process, how)
     assert mcp.process.stderr is not None
     # The calls' grace is over (the answer is still going out): only now does the client read.
     wait_for_line(mcp.process.stderr, "mcp: cancelling calls still running")

@@ -175,16 +175,15 @@ class Builder(IndexBuild[TranscriptFormat]):
         try:
             stopped = self._read(grown, fresh, batch, cancel)
         except BaseException:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # what stopped the build is what it raises
                 batch.finish()
             raise
-        if stopped:
+        if stopped:  # a cancelled build keeps what it can write, and ends quietly
             with contextlib.suppress(Exception):
                 batch.finish()
-            self.progress = replace(self.progress, building=False)
         else:
             batch.finish()
-            self.progress = replace(self.progress, building=False, complete=True)
+        self.progress = replace(self.progress, building=False, complete=not stopped)
         self._tell(report)
 
     def _read(self, grown: list[_Task], fresh: list[_Task], batch: _Batch, cancel: threading.Event) -> bool:
@@ -236,13 +235,18 @@ class _IdleWorkers:
         self._workers: Workers | None = None
         self._timer: threading.Timer | None = None
 
-    def take(self, count: int) -> Workers:
-        """The idle workers when there are `count` of them, else new ones."""
+    def _release(self) -> Workers | None:
+        """The kept workers, no longer kept (their timer stopped)."""
         with self._lock:
             workers, self._workers = self._workers, None
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+        return workers
+
+    def take(self, count: int) -> Workers:
+        """The idle workers when there are `count` of them, else new ones."""
+        workers = self._release()
         if workers is not None and workers.count == count and workers.idle():
             return workers
         if workers is not None:
@@ -261,11 +265,7 @@ class _IdleWorkers:
 
     def end(self) -> None:
         """End the idle workers now."""
-        with self._lock:
-            workers, self._workers = self._workers, None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        workers = self._release()
         if workers is not None:
             workers.close()
 

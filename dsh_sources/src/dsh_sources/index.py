@@ -703,7 +703,13 @@ class _SharedMatches:
                 kept = self._answers.get(key)
             if kept is not None and kept[0] == written:
                 return kept[1]
-            rows = index._ranked(match, cancel)
+            try:
+                rows = index._ranked(match, cancel)
+            except BaseException:  # cancelled or failed: no answer, and no lock kept for it
+                with self._lock:
+                    if key not in self._answers:
+                        self._pending.pop(key, None)
+                raise
             with self._lock:
                 self._answers.pop(key, None)
                 self._answers[key] = (written, rows)

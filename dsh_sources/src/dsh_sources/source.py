@@ -44,7 +44,6 @@ from dsh_host.sources import (
     SearchQuery,
     SourceConversation,
     SourceFileReport,
-    SourceMessage,
     report_index_progress,
     surface_page,
 )
@@ -323,7 +322,7 @@ class AgentSource:
             start = max(0, stop - wanted)
             said = self.index.messages(entry.pk, start, stop)
             return [
-                (position, position, max(0, s.message.time), _surface_text(s.message))
+                (position, position, max(0, s.message.time), s.message.surface_text())
                 for position, s in reversed(list(enumerate(said, start)))
             ]
 
@@ -465,14 +464,6 @@ class TranscriptSource(AgentSource):
         super().__init__(
             name, fmt, index, updates, background=background, display_name=display_name, configured=configured
         )
-
-
-def _surface_text(message: SourceMessage) -> SurfaceText:
-    """A message's node as the synthesized surface holds it (see `SourceConversation.texts`)."""
-    text = "\n".join(message.texts)
-    if message.role == "user":
-        return SurfaceText("user/message", message.source.get("kind"), message.source.get("plugin"), text)
-    return SurfaceText("assistant/message", None, None, text)
 
 
 def _latest(entry: SessionEntry) -> tuple[int, str]:

@@ -41,6 +41,13 @@ class SourceMessage:
     source: Mapping[str, str] = field(default_factory=lambda: USER_SOURCE)
     model: str = "unknown"
 
+    def surface_text(self) -> SurfaceText:
+        """The message as the synthesized surface holds it as text (its blocks joined by newlines)."""
+        text = "\n".join(self.texts)
+        if self.role == "user":
+            return SurfaceText("user/message", self.source.get("kind"), self.source.get("plugin"), text)
+        return SurfaceText("assistant/message", None, None, text)
+
 
 @dataclass(frozen=True)
 class SourceConversation:
@@ -91,14 +98,7 @@ class SourceConversation:
 
     def texts(self) -> SurfaceTexts:
         """The synthesized surface as text: one `SurfaceText` per message."""
-        texts = []
-        for message in self.messages:
-            text = "\n".join(message.texts)
-            if message.role == "user":
-                kind, plugin = message.source.get("kind"), message.source.get("plugin")
-                texts.append(SurfaceText("user/message", kind, plugin, text))
-            else:
-                texts.append(SurfaceText("assistant/message", None, None, text))
+        texts = [message.surface_text() for message in self.messages]
         last = len(texts) - 1
         return SurfaceTexts(self.header, last if last >= 0 else None, texts)
 

@@ -378,13 +378,7 @@ class _Projector:
             if any(key in old for key in self._nodes):
                 raise Reread  # a repeated uuid: the general walk decides
         self._dangling.update(key for key in self._pending if key not in old)
-        if self._last_main is not None:
-            leaf: _Node | None = self._last_main
-            self._leaf_main = True
-        elif not self._leaf_main and self._last_visible is not None:
-            leaf = self._last_visible
-        else:
-            leaf = None
+        leaf = self._new_leaf()
         keyed = self._stored.keeps_nodes
         if leaf is None:
             off_chain = tuple(Node(node.uuid, node.parent, node.role is not None) for node in self._nodes.values())
@@ -424,8 +418,7 @@ class _Projector:
     def _finish_spilled(self, spill: NodeSpill) -> Update:
         """`finish` of a read from the start whose records are all in the spill: the chain is walked there."""
         self._dangling.update(self._pending)
-        leaf = self._last_main or self._last_visible
-        self._leaf_main = self._last_main is not None
+        leaf = self._new_leaf()
         if leaf is None:
             spill.finish()
             return self._update(self._count, (), None, spill)
@@ -439,6 +432,14 @@ class _Projector:
         )
         spill.finish()
         return self._update(0, tuple(out), -1, spill)
+
+    def _new_leaf(self) -> _Node | None:
+        """The leaf among the new records: the last main-chain one; else, while no main-chain record
+        was ever seen, the last user or assistant one; else none (the stored leaf stays)."""
+        if self._last_main is not None:
+            self._leaf_main = True
+            return self._last_main
+        return None if self._leaf_main else self._last_visible
 
     def _walk(self, leaf: _Node, old: dict[str, Node]) -> tuple[list[_Node | Node], Node | None]:
         """The records from where `leaf`'s chain joins the stored chain (or its root) to `leaf`, and the joint.
