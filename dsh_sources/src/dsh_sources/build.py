@@ -27,10 +27,9 @@ from typing import Generic, TypeVar
 
 from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
-from dsh_sources.index import FileEntry, FileRead, SourceIndex, process_alive
+from dsh_sources.index import FileEntry, FileRead, SourceIndex
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
-from dsh_sources.spill import sweep
 from dsh_sources.transcript import TranscriptFormat
 from dsh_sources.workers import Workers, worker_count
 
@@ -146,7 +145,6 @@ class Builder(IndexBuild[TranscriptFormat]):
     """Builds one source's index from its files (see the module's docstring); `progress` says how far it is."""
 
     def _build(self, cancel: threading.Event, report: Callable[[IndexProgress], None]) -> None:
-        sweep(self.index.path.parent, process_alive)
         listed: dict[str, os.stat_result] = {}
         for path in self.format.files():
             try:

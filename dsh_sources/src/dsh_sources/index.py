@@ -39,7 +39,7 @@ from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.spill import NodeSpill
+from dsh_sources.spill import NodeSpill, sweep
 from dsh_sources.transcript import Facts, Node, Said, StoreRead, Update
 
 if TYPE_CHECKING:
@@ -255,6 +255,7 @@ class SourceIndex:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{legacy}{suffix}")
+        sweep(path.parent, process_alive)  # spills of reads whose process was killed
 
     def _upgrade(self, conn: sqlite3.Connection, projection: int) -> None:
         """Bring the schema to this version and the source's entries to this projection (a write)."""
