@@ -352,11 +352,7 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             events = session.events
-
-            def event(seq: int) -> dict[str, JsonValue]:
-                return cast("dict[str, JsonValue]", json.loads(events[seq].to_line()))
-
-            return events_page_of(session_id, len(events), event, before_seq, limit)
+            return events_page_of(session_id, len(events), lambda seq: events[seq].to_line(), before_seq, limit)
         return await asyncio.to_thread(self._events_page, session_id, before_seq, limit)
 
     def _events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
@@ -364,11 +360,7 @@ class SessionQuery:
         if source is None:
             return self._store().read_events_page(session_id, before_seq, limit)
         _, lines = source.read_lines(session_id)
-
-        def event(seq: int) -> dict[str, JsonValue]:
-            return cast("dict[str, JsonValue]", json.loads(lines[seq]))
-
-        return events_page_of(session_id, len(lines), event, before_seq, limit)
+        return events_page_of(session_id, len(lines), lines.__getitem__, before_seq, limit)
 
     async def search_candidates(
         self,
