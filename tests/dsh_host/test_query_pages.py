@@ -21,7 +21,7 @@ from dsh_host.paging import AgentInfo, InvalidPageRequest
 from dsh_host.session.events import SessionHeader
 from examples.notes_source import NotesPlugin
 from tests.dsh_host.test_sources_seam import run
-from tests.dsh_host.test_store_pages import readable, timed_log
+from tests.dsh_host.test_store_pages import readable, timed_log, titled
 
 # Its logs are built by hand (random logs, turnless fixtures), not written by dsh.
 pytestmark = pytest.mark.foreign_logs
@@ -189,10 +189,6 @@ def test_live_and_stored_sessions_page_the_same_surface_and_log(host, log_builde
     for session_id in (f"live-{run_id}", f"stored-{run_id}"):
         assert walk_surface(query, session_id, limit) == readable(run(query.read_surface(session_id)))
         assert walk_events(query, session_id, limit) == run(query.read_events(session_id))
-
-
-def titled(L, seq: int, title: str) -> dict:
-    return L.raw("session/title", seq, {"title": title, "messageSeqs": [], "source": {"kind": "fallback"}}, time=seq)
 
 
 def test_a_page_of_a_live_or_stored_session_carries_its_header_and_latest_title(host, log_builder):

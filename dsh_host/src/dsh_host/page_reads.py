@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING
 
 from dsh_host.paging import InvalidPageRequest
 from dsh_host.session.snapshots import EventsPage, SurfacePage
-from dsh_host.store.pages import NodeRow, event_span, surface_page
+from dsh_host.store.pages import NodeRow, event_span, events_page, surface_page
 
 if TYPE_CHECKING:
-    from dsh_host.jsontypes import JsonValue
     from dsh_host.query import SessionRecord
     from dsh_host.session.events import SessionHeader, SurfaceText
     from dsh_host.store.base import ActivityKey, SessionRow
@@ -106,9 +105,8 @@ def surface_page_of(
 
 
 def events_page_of(
-    session_id: str, count: int, event: Callable[[int], dict[str, JsonValue]], before_seq: int | None, limit: int
+    session_id: str, count: int, line: Callable[[int], str], before_seq: int | None, limit: int
 ) -> EventsPage:
-    """A log page of a log of `count` events, `event(seq)` giving each in log form; only the page's are asked for."""
+    """A log page of a log of `count` events, `line(seq)` giving each one's log line; only the page's are asked for."""
     first, stop = event_span(before_seq, limit, count)
-    events = tuple(event(seq) for seq in range(first, stop))
-    return EventsPage(session_id, events, first or None, count - 1 if count else None)
+    return events_page(session_id, first, [line(seq) for seq in range(first, stop)], count)

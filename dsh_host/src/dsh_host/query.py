@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -188,21 +188,15 @@ class SessionQuery:
         records = self._stored_records(rows, self._live_sessions() if live is None else live)
         if not by_source:
             return records
-        sources = self._sources()
-        for name, source_rows in by_source:
-            agent = sources.display_name(name)
-            records.extend(
-                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name, agent)
-                for r in source_rows
-            )
+        records.extend(_source_records(self._sources(), by_source))
         return sorted(records, key=lambda r: (-r.created_at, r.id))
 
     @staticmethod
     def _stored_records(rows: list[SessionRow], live: list[Session]) -> list[SessionRecord]:
         """The store's rows with the given live sessions folded in, newest first."""
         if not live:  # the store's order already is newest first, ties by id
-            stored, make = (False, True, None, None), SessionRecord._make
-            return [make(row + stored) for row in rows]
+            make = SessionRecord._make
+            return [make(row + _STORED) for row in rows]
         records = {r.id: SessionRecord(*r, live=False, persisted=True) for r in rows}
         for session in live:
             records[session.id] = live_record(session, persisted=session.id in records)
@@ -352,11 +346,7 @@ class SessionQuery:
         session = self._live(session_id)
         if session is not None:
             events = session.events
-
-            def event(seq: int) -> dict[str, JsonValue]:
-                return cast("dict[str, JsonValue]", json.loads(events[seq].to_line()))
-
-            return events_page_of(session_id, len(events), event, before_seq, limit)
+            return events_page_of(session_id, len(events), lambda seq: events[seq].to_line(), before_seq, limit)
         return await asyncio.to_thread(self._events_page, session_id, before_seq, limit)
 
     def _events_page(self, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
@@ -364,11 +354,7 @@ class SessionQuery:
         if source is None:
             return self._store().read_events_page(session_id, before_seq, limit)
         _, lines = source.read_lines(session_id)
-
-        def event(seq: int) -> dict[str, JsonValue]:
-            return cast("dict[str, JsonValue]", json.loads(lines[seq]))
-
-        return events_page_of(session_id, len(lines), event, before_seq, limit)
+        return events_page_of(session_id, len(lines), lines.__getitem__, before_seq, limit)
 
     async def search_candidates(
         self,
@@ -544,6 +530,22 @@ def _after(session: SessionRow | SessionHeader, key: ListingKey | None) -> bool:
     return key is None or (-session.created_at, session.id) > (-key[0], key[1])
 
 
+_STORED = (False, True, None, None)
+"""The rest of a stored, not live, session's `SessionRecord` after its `SessionRow`: live, persisted, source, agent."""
+
+
+def _source_records(sources: SessionSources, by_source: Iterable[tuple[str, list[SessionRow]]]) -> list[SessionRecord]:
+    """Each source's rows as listed, with the source's name and its agent's display name."""
+    records: list[SessionRecord] = []
+    for name, rows in by_source:
+        agent = sources.display_name(name)
+        records.extend(
+            SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name, agent)
+            for r in rows
+        )
+    return records
+
+
 def _source_by_activity(
     sources: SessionSources, name: str, limit: int, after: ActivityKey | None, cwd: str | None
 ) -> list[SessionRow]:
@@ -595,18 +597,12 @@ class _PageReads:
         if self.store is not None:
             stored, *by_source = done
             live_ids = {session.id for session in self.live}
-            flags = (False, True, None, None)
-            records.extend(SessionRecord._make(row + flags) for row in stored if row.id not in live_ids)
+            records.extend(SessionRecord._make(row + _STORED) for row in stored if row.id not in live_ids)
             for session in self.live:
                 record = live_record(session, persisted=session.id in self.persisted)
                 if (self.cwd is None or record.cwd == self.cwd) and is_after(record, self.after):
                     records.append(record)
-        for name, rows in zip(self.names, by_source, strict=True):
-            agent = self.sources.display_name(name)
-            records.extend(
-                SessionRecord(r.id, r.created_at, r.cwd, r.title, r.last_activity_at, False, False, name, agent)
-                for r in rows
-            )
+        records.extend(_source_records(self.sources, zip(self.names, by_source, strict=True)))
         records.sort(key=activity_order)
         shown = tuple(records[: self.limit])
         more = len(records) > self.limit

@@ -7,12 +7,11 @@ hides from the connecting role, so a page holds only what that role may read.
 from __future__ import annotations
 
 import psycopg
-from psycopg.rows import TupleRow
 
 from dsh_host.session.events import SurfaceText
 from dsh_host.session.snapshots import EventsPage, SurfacePage
 from dsh_host.store import pages, rows
-from dsh_host.store.base import ActivityKey, SessionNotFound, SessionRow
+from dsh_host.store.base import ActivityKey, SessionRow
 from dsh_host.store.codec import encode, from_postgres, time_from_postgres, to_postgres, unpack_surface_text
 from dsh_host.store.postgres import reads
 
@@ -64,7 +63,9 @@ def list_cwds(conn: psycopg.Connection) -> list[str]:
 def read_surface_page(conn: psycopg.Connection, session_id: str, before: int | None, limit: int) -> SurfacePage:
     """The newest `limit` readable surface entries before position `before` (the surface rows' `ord`),
     with the session's header and latest title."""
-    pk, next_seq, header_text, title, title_raw = _session(conn, session_id, "pk, next_seq, header, title, title_raw")
+    pk, next_seq, header_text, title, title_raw = reads.session_row(
+        conn, session_id, "pk, next_seq, header, title, title_raw"
+    )
 
     def fetch(at: int | None, count: int) -> list[pages.NodeRow]:
         params = {"pk": pk, "before": _NO_POSITION if at is None else at, "limit": count}
@@ -85,17 +86,9 @@ def read_surface_page(conn: psycopg.Connection, session_id: str, before: int | N
 
 def read_events_page(conn: psycopg.Connection, session_id: str, before_seq: int | None, limit: int) -> EventsPage:
     """The newest `limit` events before `before_seq`, in seq order."""
-    pk, next_seq = _session(conn, session_id)
+    pk, next_seq = reads.session_row(conn, session_id, "pk, next_seq")
     first, stop = pages.event_span(before_seq, limit, next_seq)
     lines = conn.execute(
         "SELECT line FROM dsh.events WHERE session_pk = %s AND seq >= %s AND seq < %s ORDER BY seq", (pk, first, stop)
     ).fetchall()
     return pages.events_page(session_id, first, [line for (line,) in lines], next_seq)
-
-
-def _session(conn: psycopg.Connection, session_id: str, columns: str = "pk, next_seq") -> TupleRow:
-    """A readable session's named columns (its pk and next seq unless told); SessionNotFound when there is none."""
-    row = conn.execute(f"SELECT {columns} FROM dsh.sessions WHERE id = %s", (encode(session_id),)).fetchone()
-    if row is None:
-        raise SessionNotFound(session_id)
-    return row

@@ -8,9 +8,10 @@ connecting role is, to these reads, not stored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 import psycopg
+from psycopg.rows import TupleRow
 
 from dsh_host.session.events import SessionHeader, SurfaceText
 from dsh_host.session.snapshots import SurfaceTexts
@@ -88,18 +89,18 @@ def has(conn: psycopg.Connection, session_id: str) -> bool:
 
 
 def read_header(conn: psycopg.Connection, session_id: str) -> SessionHeader:
-    (header_text,) = _session_row(conn, session_id, "header")
+    (header_text,) = session_row(conn, session_id, "header")
     return rows.header_from_row(header_text, session_id)
 
 
 def read_title(conn: psycopg.Connection, session_id: str) -> StoredTitle | None:
-    title, raw, seq, time = _session_row(conn, session_id, "title, title_raw, title_seq, title_time")
+    title, raw, seq, time = session_row(conn, session_id, "title, title_raw, title_seq, title_time")
     return None if title is None and raw is None else StoredTitle(cast(str, from_postgres(title, raw)), seq, time)
 
 
 def sharing(conn: psycopg.Connection, session_id: str) -> tuple[str, str | None]:
     """(owner, role the session is shared with or None) of a readable session."""
-    owner, reader = _session_row(conn, session_id, "owner, reader::text")
+    owner, reader = session_row(conn, session_id, "owner, reader::text")
     return owner, reader
 
 
@@ -110,14 +111,14 @@ def surface_rows(conn: psycopg.Connection, session_id: str) -> tuple[str, int, l
     than the reading takes.
     """
     lines = conn.execute(_SURFACE_LINES, (encode(session_id),))
-    header_text, next_seq = _session_row(conn, session_id, "header, next_seq")
+    header_text, next_seq = session_row(conn, session_id, "header, next_seq")
     return header_text, next_seq, lines.fetchall()
 
 
 def read_surface_texts(conn: psycopg.Connection, session_id: str) -> SurfaceTexts:
     """Header, last seq and each surface node's `SurfaceText`."""
     stored = conn.execute(_SURFACE_TEXTS, (encode(session_id),))
-    header_text, next_seq, raw_text = _session_row(conn, session_id, "header, next_seq, raw_surface_text")
+    header_text, next_seq, raw_text = session_row(conn, session_id, "header, next_seq, raw_surface_text")
     if raw_text:
         texts = [
             SurfaceText(*fields) if raw is None else unpack_surface_text(raw) for *fields, raw in stored.fetchall()
@@ -130,11 +131,11 @@ def read_surface_texts(conn: psycopg.Connection, session_id: str) -> SurfaceText
 def read_lines(conn: psycopg.Connection, session_id: str) -> tuple[SessionHeader, list[str]]:
     """The header and every event line, in seq order."""
     lines = conn.execute(_LINES, (encode(session_id),))
-    (header_text,) = _session_row(conn, session_id, "header")
+    (header_text,) = session_row(conn, session_id, "header")
     return rows.header_from_row(header_text, session_id), [line for (line,) in lines.fetchall()]
 
 
-def _session_row(conn: psycopg.Connection, session_id: str, columns: str) -> tuple[Any, ...]:
+def session_row(conn: psycopg.Connection, session_id: str, columns: str) -> TupleRow:
     """The named columns of a readable session's row; SessionNotFound when there is none."""
     row = conn.execute(f"SELECT {columns} FROM dsh.sessions WHERE id = %s", (encode(session_id),)).fetchone()
     if row is None:
