@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
+from dsh_sources.folders import names
 from dsh_sources.gemini_cli import NAME
 from dsh_sources.lines import JsonDocument, JsonLines
 from dsh_sources.reading import read_whole
@@ -319,9 +319,9 @@ class GeminiCliFormat:
 
     def files(self) -> Iterator[str]:
         """Every `session-*.json` and `session-*.jsonl` directly in a project's `chats/` (none in a missing folder)."""
-        for project in _names(self.base / "tmp"):
+        for project in names(self.base / "tmp"):
             chats = self.base / "tmp" / project / "chats"
-            for name in _names(chats):
+            for name in names(chats):
                 if _SESSION_FILE.match(name):
                     yield str(chats / name)
 
@@ -379,11 +379,3 @@ class GeminiCliFormat:
                     roots.setdefault(hashlib.sha256(root.encode()).hexdigest(), root)
         self._registry = (signature, roots)
         return roots
-
-
-def _names(folder: Path) -> list[str]:
-    """The names in `folder`, sorted (none when it is missing or unreadable)."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from dsh_sources.folders import names
 from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
@@ -41,13 +42,6 @@ def _load(path: str) -> dict[str, JsonValue]:
     return value
 
 
-def _json_names(folder: str) -> list[str]:
-    try:
-        return sorted(name for name in os.listdir(folder) if name.endswith(".json"))
-    except OSError:
-        return []
-
-
 def _stamp(path: str) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -62,19 +56,15 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
     now: dict[str, str] = {}
     changed: dict[str, tuple[Facts, tuple[Said, ...]]] = {}
     sessions = os.path.join(storage, "session")
-    try:
-        projects = sorted(os.listdir(sessions))
-    except OSError:
-        projects = []
-    for project_id in projects:
+    for project_id in names(sessions):
         folder = os.path.join(sessions, project_id)
-        for name in _json_names(folder):
+        for name in names(folder, ".json"):
             sid = name[: -len(".json")]
             path = os.path.join(folder, name)
             messages = os.path.join(storage, "message", sid)
             stamps = [
                 (message, _stamp(os.path.join(messages, message)), _stamp(_part_folder(storage, message)))
-                for message in _json_names(messages)
+                for message in names(messages, ".json")
             ]
             stamp = mark(_stamp(path), stamps)
             if sid in now or marks.get(sid) == stamp:
@@ -133,7 +123,7 @@ class _Messages:
     def __call__(self) -> Iterator[MessageInfo]:
         self.bad = 0
         order: list[tuple[int, str]] = []
-        for name in _json_names(self.folder):
+        for name in names(self.folder, ".json"):
             info = self._info(name)
             if info is not None:
                 order.append((_created(info), name[: -len(".json")]))
@@ -146,7 +136,7 @@ class _Messages:
                 continue
             parts: list[dict[str, JsonValue]] = []
             part_folder = os.path.join(self.storage, "part", message_id)
-            for part_name in _json_names(part_folder):
+            for part_name in names(part_folder, ".json"):
                 try:
                     parts.append(_load(os.path.join(part_folder, part_name)))
                 except _Bad:
