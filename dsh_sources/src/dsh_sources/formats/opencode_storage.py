@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dsh_sources.folders import names
-from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, created_ms, mark, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 
@@ -126,7 +126,7 @@ class _Messages:
         for name in names(self.folder, ".json"):
             info = self._info(name)
             if info is not None:
-                order.append((_created(info), name[: -len(".json")]))
+                order.append((created_ms(info) or 0, name[: -len(".json")]))
         order.sort()
         for created, message_id in order:
             if self.cancel is not None and self.cancel.is_set():
@@ -149,8 +149,3 @@ class _Messages:
         except _Bad:
             self.bad += 1
             return None
-
-
-def _created(info: dict[str, JsonValue]) -> int:
-    time = info.get("time")
-    return (millis(time.get("created")) if isinstance(time, dict) else None) or 0
