@@ -60,6 +60,8 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
         folder = os.path.join(sessions, project_id)
         for name in names(folder, ".json"):
             sid = name[: -len(".json")]
+            if sid in now:
+                continue  # the same session under a second project: the first one read serves it
             path = os.path.join(folder, name)
             messages = os.path.join(storage, "message", sid)
             stamps = [
@@ -67,8 +69,8 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
                 for message in names(messages, ".json")
             ]
             stamp = mark(_stamp(path), stamps)
-            if sid in now or marks.get(sid) == stamp:
-                now.setdefault(sid, stamp)
+            if marks.get(sid) == stamp:
+                now[sid] = stamp
                 continue
             if cancel is not None and cancel.is_set():
                 raise ReadCancelled
