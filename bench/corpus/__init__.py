@@ -178,6 +178,13 @@ class _Home:
             self._folders.add(path.parent)
         return path
 
+    def _written(self, home: str, path: Path, session_id: str, cwd: str, size: int) -> SessionFile:
+        """The session written into `home` (counted there)."""
+        count = self.counts[home]
+        count[0] += 1
+        count[1] += size
+        return SessionFile(str(path), session_id, cwd, size)
+
     def claude_session(
         self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "", session_id: bytes | None = None
     ) -> SessionFile:
@@ -192,9 +199,7 @@ class _Home:
             writer.fill(target, extra)
             roll = rng.random()
             writer.metadata(f"work on the {texts.topic}".encode() if roll < 0.1 else None, summary=roll > 0.85)
-        self.counts["claude"][0] += 1
-        self.counts["claude"][1] += writer.written
-        return SessionFile(str(path), f"claude-code:{sid.decode()}", cwd, writer.written)
+        return self._written("claude", path, f"claude-code:{sid.decode()}", cwd, writer.written)
 
     def codex_session(self, target: int, habits: Habits, *, cwd: str, start: int, extra: str = "") -> SessionFile:
         rng = self.rng
@@ -208,9 +213,7 @@ class _Home:
             )
             writer.start(sid)
             writer.fill(target, extra)
-        self.counts["codex"][0] += 1
-        self.counts["codex"][1] += writer.written
-        return SessionFile(str(path), f"codex:{sid.decode()}", cwd, writer.written)
+        return self._written("codex", path, f"codex:{sid.decode()}", cwd, writer.written)
 
     def gemini_session(self, target: int, habits: Habits, *, cwd: str, start: int) -> SessionFile:
         rng = self.rng
@@ -224,9 +227,7 @@ class _Home:
             )
             writer.start(sid, hashlib.sha256(cwd.encode()).hexdigest().encode())
             writer.fill(target)
-        self.counts["gemini"][0] += 1
-        self.counts["gemini"][1] += writer.written
-        return SessionFile(str(path), f"gemini-cli:{sid.decode()}", cwd, writer.written)
+        return self._written("gemini", path, f"gemini-cli:{sid.decode()}", cwd, writer.written)
 
     def _project(self, cwd: str) -> str:
         """The project folder's slug (its root's name), with its `.project_root` and `projects.json` entry."""

@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 from typing import BinaryIO
 
-from bench.corpus.material import Blobs, Clock, Habits, Ids, Texts
+from bench.corpus.material import Blobs, Clock, Habits, SessionWriter, Texts
 
 RECORD_CAP = 8 * 1024 * 1024
 """No record the writers make reaches this many bytes."""
@@ -89,7 +89,7 @@ _TITLE = b'{"type":"custom-title","customTitle":"%s","sessionId":"%s"}\n'
 _CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
 
 
-class ClaudeWriter:
+class ClaudeWriter(SessionWriter):
     """Appends turns of one Claude Code session to `out`, counting the bytes written."""
 
     def __init__(
@@ -105,22 +105,11 @@ class ClaudeWriter:
         habits: Habits,
         head: bytes | None = None,
     ) -> None:
-        self.out, self.rng, self.blobs, self.texts, self.clock = out, rng, blobs, texts, clock
-        self.ids = Ids(rng)
+        super().__init__(out, rng, blobs, texts, cwd=cwd, clock=clock, habits=habits)
         self.session_id = session_id
-        self.cwd = cwd.encode()
         self.common = _COMMON % (self.cwd, session_id)
         self.head = head
-        self.written = 0
-        self.turns = 0
-        self.habits = habits
         self._turn_parent: bytes | None = None
-        self._next_compact = habits.compact_every
-        self._next_heavy = habits.heavy_every
-
-    def _put(self, record: bytes) -> None:
-        self.out.write(record)
-        self.written += len(record)
 
     def _parent(self) -> bytes:
         return b"null" if self.head is None else b'"%s"' % self.head
@@ -245,11 +234,6 @@ class ClaudeWriter:
             self._put(_SUMMARY % (self.texts.summary(), self.head))
         if title is not None:
             self._put(_TITLE % (title, self.session_id))
-
-    def fill(self, target: int, extra: str = "") -> None:
-        """Turns until `target` bytes are written (the first prompt carrying `extra`)."""
-        while self.written < target:
-            self.turn(target, extra if self.turns == 0 else "")
 
 
 def last_chain_record(path: Path) -> dict[str, object]:

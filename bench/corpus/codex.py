@@ -134,11 +134,7 @@ class CodexWriter(SessionWriter):
             self._put(_REASONING % (now, thought, rng.choice(self._sealed), now, thought))
             call = self.ids.hex(24)
             self._put(_CALL % (clock.advance(10), texts.command(), self.cwd, call))
-            if habits.heavy_every and self.written >= self._next_heavy:
-                blob = self.blobs.heavy(habits.heavy_size)
-                self._next_heavy = self.written + habits.heavy_every
-            else:
-                blob = self.blobs.pick(max(0, target - self.written)).text
+            blob = self._tool_output(target - self.written)
             self._put(
                 _OUTPUT % (clock.advance(rng.randrange(100, 9000)), call, rng.randrange(9), rng.randrange(10), blob)
             )
@@ -157,8 +153,3 @@ class CodexWriter(SessionWriter):
         history = b",".join([*(_KEPT % prompt for prompt in self._prompts), _KEPT % summary])
         now = self.clock.advance(4000)
         self._put(_COMPACTED % (now, summary, history, now))
-
-    def fill(self, target: int, extra: str = "") -> None:
-        """Turns until `target` bytes are written (the first prompt carrying `extra`)."""
-        while self.written < target:
-            self.turn(target, extra if self.turns == 0 else "")

@@ -11,10 +11,7 @@ or a `$rewindTo` drops the last prompt and what followed it.
 
 from __future__ import annotations
 
-import random
-from typing import BinaryIO
-
-from bench.corpus.material import Blobs, Clock, Habits, SessionWriter, Texts
+from bench.corpus.material import SessionWriter
 
 MODEL = b"gemini-2.5-pro"
 _META = b'{"sessionId":"%s","projectHash":"%s","startTime":"%s","lastUpdated":"%s","kind":"main"}\n'
@@ -50,11 +47,8 @@ _REWIND = b'{"$rewindTo":"%s"}\n'
 class GeminiWriter(SessionWriter):
     """Writes one Gemini CLI session to `out`, counting the bytes written."""
 
-    def __init__(
-        self, out: BinaryIO, rng: random.Random, blobs: Blobs, texts: Texts, *, cwd: str, clock: Clock, habits: Habits
-    ) -> None:
-        super().__init__(out, rng, blobs, texts, cwd=cwd, clock=clock, habits=habits)
-        self._last: tuple[bytes, bytes] | None = None  # the last turn's prompt and answer
+    _last: tuple[bytes, bytes] | None = None
+    """The last turn's prompt and answer (None: none to carry into a compression)."""
 
     def _message(self, record: bytes) -> None:
         """A message record, and the `$set` of `lastUpdated` Gemini appends after each."""
@@ -85,11 +79,7 @@ class GeminiWriter(SessionWriter):
             message, call, now = self.ids.uuid(), self.ids.hex(16), clock.advance(rng.randrange(500, 6000))
             command, thought = texts.command(), texts.thinking()
             self._message(_CALL % (message, now, call, command, b"executing", now, b"", thought, now))
-            if habits.heavy_every and self.written >= self._next_heavy:
-                blob = self.blobs.heavy(habits.heavy_size)
-                self._next_heavy = self.written + habits.heavy_every
-            else:
-                blob = self.blobs.pick(max(0, (target - self.written) // 2)).text
+            blob = self._tool_output((target - self.written) // 2)
             done = clock.advance(rng.randrange(100, 9000))
             self._message(_CALL % (message, now, call, command, b"success", done, _RESULT % (call, blob), thought, now))
             self._message(_RESPONSE % (self.ids.uuid(), clock.advance(5), call, blob))
@@ -118,8 +108,3 @@ class GeminiWriter(SessionWriter):
                 _GEMINI % (ids.uuid(), clock.advance(1), answer),
             ]
         )
-
-    def fill(self, target: int, extra: str = "") -> None:
-        """Turns until `target` bytes are written (the first prompt carrying `extra`)."""
-        while self.written < target:
-            self.turn(target, extra if self.turns == 0 else "")

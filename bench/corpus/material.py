@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from abc import ABC, abstractmethod
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -292,7 +293,7 @@ class Habits:
     heavy_size: int = 0
 
 
-class SessionWriter:
+class SessionWriter(ABC):
     """What a writer of one session file keeps: its file, text, randomness, clock and habits, and the bytes written."""
 
     def __init__(
@@ -309,3 +310,20 @@ class SessionWriter:
     def _put(self, line: bytes) -> None:
         self.out.write(line)
         self.written += len(line)
+
+    def _tool_output(self, limit: int) -> bytes:
+        """A tool output: one of megabytes when one is due (`Habits.heavy_every`), else one of at most `limit` bytes."""
+        habits = self.habits
+        if habits.heavy_every and self.written >= self._next_heavy:
+            self._next_heavy = self.written + habits.heavy_every
+            return self.blobs.heavy(habits.heavy_size)
+        return self.blobs.pick(max(0, limit)).text
+
+    @abstractmethod
+    def turn(self, target: int, extra: str = "") -> None:
+        """One turn, its tool outputs picked to fit what is left of `target` bytes (its prompt carrying `extra`)."""
+
+    def fill(self, target: int, extra: str = "") -> None:
+        """Turns until `target` bytes are written (the first prompt carrying `extra`)."""
+        while self.written < target:
+            self.turn(target, extra if self.turns == 0 else "")

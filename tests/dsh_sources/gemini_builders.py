@@ -76,6 +76,10 @@ class GeminiChat:
     def _message(self, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
         return {"id": str(uuid.uuid4()), "timestamp": self._tick(), "type": kind, "content": content, **extra}
 
+    def _context(self) -> dict[str, Any]:
+        """The context Gemini injects as a user message (its environment)."""
+        return self._message("user", [{"text": "<session_context>\nOS: linux\n</session_context>"}])
+
     def user(self, text: str, *, display: str | None = None) -> str:
         """A typed prompt (sent as parts; `display` what was typed when it differs, e.g. an @file expansion)."""
         extra = {} if display is None else {"displayContent": [{"text": display}]}
@@ -131,7 +135,7 @@ class GeminiChat:
 
     def session_context(self) -> str:
         """The context turn every v0.44+ session starts with, recorded and then set as the history."""
-        self._push(self._message("user", [{"text": "<session_context>\nOS: linux\n</session_context>"}]))
+        self._push(self._context())
         self.replace_history(list(self.messages.values()))
         return next(iter(self.messages))
 
@@ -140,7 +144,7 @@ class GeminiChat:
         kept = [
             {**m, "id": str(uuid.uuid4())} for m in list(self.messages.values())[-keep:] if keep and m["type"] != "info"
         ]
-        context = self._message("user", [{"text": "<session_context>\nOS: linux\n</session_context>"}])
+        context = self._context()
         snapshot = self._message("user", [{"text": f"<state_snapshot>\n{summary}\n</state_snapshot>"}])
         ack = self._message("gemini", [{"text": ACK}])
         new = [context, snapshot, ack, *kept]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import threading
@@ -450,3 +451,18 @@ def test_an_unchanged_older_folder_is_checked_without_writing_the_index(base, so
     storage.user(sid, "second")
     source.refresh()
     assert source.index.stamp() != stamp and messages(source, sid)[-1] == ("user", ("second",))
+
+
+def test_a_session_under_two_projects_of_the_older_folder_is_read_once_from_the_first(base, source):
+    storage = StorageWriter(base / "storage")
+    sid = storage.session("/work/app", "first project's")
+    storage.user(sid, "the prompt")
+    second = base / "storage" / "session" / "zzz-later-project"
+    second.mkdir()
+    info = json.loads((base / "storage" / "session" / "global" / f"{sid}.json").read_text())
+    (second / f"{sid}.json").write_text(json.dumps({**info, "title": "second project's"}))
+    assert [(r.id, r.title) for r in source.list_sessions()] == [(f"opencode:{sid}", "first project's")]
+    storage.user(sid, "a second prompt")
+    source.refresh()
+    assert [r.title for r in source.list_sessions()] == ["first project's"]
+    assert messages(source, sid)[-1] == ("user", ("a second prompt",))

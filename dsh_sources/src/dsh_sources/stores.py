@@ -39,7 +39,8 @@ class StoreUpdates(IndexBuild[StoreFormat]):
         gone = [path for path in self.index.files() if path not in listed]
         if gone:
             self.index.forget(gone)
-        stale = [path for path in listed if self._stale(path)]
+        states = {path: self.index.store_state(path) for path in listed}
+        stale = [path for path in listed if self._stale(path, states[path])]
         if stale:
             end_idle_workers()  # a store is read in this process: workers kept for file builds would only sit on memory
         sizes = [_size(path) for path in stale]
@@ -47,7 +48,7 @@ class StoreUpdates(IndexBuild[StoreFormat]):
         self._tell(report)
         for path, size in zip(stale, sizes, strict=True):
             try:
-                self._read(path, cancel)
+                self._read(path, states[path], cancel)
             except ReadCancelled:
                 break
             done = self.progress
@@ -56,17 +57,15 @@ class StoreUpdates(IndexBuild[StoreFormat]):
         self.progress = replace(self.progress, building=False, complete=not cancel.is_set())
         self._tell(report)
 
-    def _stale(self, path: str) -> bool:
-        """Whether the store looks different from when it was last read (or has no signature to compare)."""
-        state = self.index.store_state(path)
+    def _stale(self, path: str, state: Json | None) -> bool:
+        """Whether the store looks different from its `state` of the last read (or has no signature to compare)."""
         signature = self.format.signature(path)
         return state is None or signature is None or state.get("signature") != list(signature)
 
-    def _read(self, path: str, cancel: threading.Event) -> None:
-        """Read the store and write what changed (`lines.ReadCancelled`, nothing written, when `cancel` is set)."""
+    def _read(self, path: str, state: Json | None, cancel: threading.Event) -> None:
+        """Read the store (`state`: its last read) and write what changed (`lines.ReadCancelled` on `cancel`)."""
         if cancel.is_set():
             raise ReadCancelled
-        state = self.index.store_state(path)
         marks = (state or {}).get("marks") or {}
         read = self.format.read(path, marks, cancel)
         if state is not None and _same(read, state):
@@ -81,9 +80,12 @@ class StoreUpdates(IndexBuild[StoreFormat]):
             self.index.forget(gone)
             changed = True
         for path in paths:
-            if path not in gone and self._stale(path):
+            if path in gone:
+                continue
+            state = self.index.store_state(path)
+            if self._stale(path, state):
                 try:
-                    self._read(path, cancel)
+                    self._read(path, state, cancel)
                 except ReadCancelled:
                     break
                 changed = True

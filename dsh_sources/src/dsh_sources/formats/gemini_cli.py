@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_host.sources import SourceMessage
+from dsh_sources.folders import names
 from dsh_sources.gemini_cli import NAME
 from dsh_sources.lines import JsonDocument, JsonLines
 from dsh_sources.reading import read_whole
@@ -91,31 +91,30 @@ def _typed(message: SourceMessage) -> bool:
     return message.role == "user" and message.source.get("kind") == "user"
 
 
-def _shown(content: JsonValue) -> tuple[str, ...]:
+def _shown(texts: list[str]) -> tuple[str, ...]:
     """The text parts that show something (a part of only whitespace shows nothing)."""
-    return tuple(text for text in _texts(content) if text.strip())
+    return tuple(text for text in texts if text.strip())
 
 
-def _entry(record: dict[str, JsonValue], previous: int, fallback: int) -> tuple[int, SourceMessage | None]:
+def _entry(record: dict[str, JsonValue], previous: int, at: int) -> tuple[int, SourceMessage | None]:
     """A message record as a history entry: what it shows (`_NONE`, `_SAID`, `_CHECKPOINT`) and its message.
 
     `previous` is what the entry before it shows (an acknowledgement only follows a checkpoint);
-    `fallback` the time for a record without one.
+    `at` the record's time (for a record without one, the latest time before it).
     """
     kind = record.get("type")
-    time = iso_ms(record.get("timestamp"))
-    at = fallback if time is None else time
     if kind == "user":
-        sent = "".join(_texts(record.get("content")))
+        parts = _texts(record.get("content"))
+        sent = "".join(parts)
         stripped = sent.strip()
         if SNAPSHOT_TAG in sent:  # as Gemini itself finds an earlier summary in a history
             return _CHECKPOINT, SourceMessage("user", (stripped,), at, source=COMPACT_CHECKPOINT_SOURCE)
         if stripped.startswith(_IGNORED):
             return _NONE, None
-        texts = _shown(record.get("displayContent")) or _shown(record.get("content"))
+        texts = _shown(_texts(record.get("displayContent"))) or _shown(parts)
         return (_SAID, SourceMessage("user", texts, at)) if texts else (_NONE, None)
     if kind == "gemini":
-        texts = _shown(record.get("content"))
+        texts = _shown(_texts(record.get("content")))
         if not texts or (previous == _CHECKPOINT and "".join(texts).strip() == ACKNOWLEDGEMENT):
             return _NONE, None
         model = record.get("model")
@@ -162,11 +161,11 @@ class _History:
         self.fresh[:0] = back
         self.base = at
 
-    def put(self, record: dict[str, JsonValue], message_id: str, fallback: int) -> SourceMessage | None:
-        """Add a message record, or replace the entry of the same id where it stands; its message."""
+    def put(self, record: dict[str, JsonValue], message_id: str, when: int) -> SourceMessage | None:
+        """Add a message record of time `when`, or replace the entry of the same id where it stands; its message."""
         at = self._index(message_id)
         if at is None:
-            shows, message = _entry(record, self.shows[-1] if self.shows else _NONE, fallback)
+            shows, message = _entry(record, self.shows[-1] if self.shows else _NONE, when)
             assert self._where is not None
             self._where[message_id] = len(self.ids)
             self.ids.append(message_id)
@@ -174,7 +173,7 @@ class _History:
             self.fresh.append(message)
             return message
         self._reopen(at)
-        shows, message = _entry(record, self.shows[at - 1] if at else _NONE, fallback)
+        shows, message = _entry(record, self.shows[at - 1] if at else _NONE, when)
         self.shows[at] = shows
         self.fresh[at - self.base] = message
         return message
@@ -246,8 +245,10 @@ class _Projector:
         if time is not None:
             self._first = time if self._first is None else min(self._first, time)
             self._latest = time if self._latest is None else max(self._latest, time)
-        fallback = self._latest if self._latest is not None else 0
-        message = self._history.put(record, message_id, fallback)
+            when = time
+        else:
+            when = self._latest if self._latest is not None else 0
+        message = self._history.put(record, message_id, when)
         if self._prompt is None and message is not None and _typed(message):
             self._prompt = "\n".join(message.texts)
 
@@ -318,9 +319,9 @@ class GeminiCliFormat:
 
     def files(self) -> Iterator[str]:
         """Every `session-*.json` and `session-*.jsonl` directly in a project's `chats/` (none in a missing folder)."""
-        for project in _names(self.base / "tmp"):
+        for project in names(self.base / "tmp"):
             chats = self.base / "tmp" / project / "chats"
-            for name in _names(chats):
+            for name in names(chats):
                 if _SESSION_FILE.match(name):
                     yield str(chats / name)
 
@@ -378,11 +379,3 @@ class GeminiCliFormat:
                     roots.setdefault(hashlib.sha256(root.encode()).hexdigest(), root)
         self._registry = (signature, roots)
         return roots
-
-
-def _names(folder: Path) -> list[str]:
-    """The names in `folder`, sorted (none when it is missing or unreadable)."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []

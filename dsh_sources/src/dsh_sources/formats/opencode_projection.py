@@ -75,6 +75,12 @@ def millis(value: object) -> int | None:
     return value if type(value) is int else int(value) if type(value) is float else None
 
 
+def created_ms(info: dict[str, JsonValue]) -> int | None:
+    """A message info's `time.created` in milliseconds, or None."""
+    time = info.get("time")
+    return millis(time.get("created")) if isinstance(time, dict) else None
+
+
 def _texts(parts: Sequence[dict[str, JsonValue]], *, typed: bool) -> tuple[str, ...]:
     """The text parts shown (for a user message, `typed`: not those OpenCode added or left out)."""
     out: list[str] = []
@@ -109,8 +115,7 @@ class _Kept:
     def of(cls, message: MessageInfo) -> _Kept:
         info = message.info
         role = info.get("role")
-        time = info.get("time")
-        when = millis(time.get("created")) if isinstance(time, dict) else None
+        when = created_ms(info)
         compaction = next((part for part in message.parts if part.get("type") == "compaction"), None)
         model = info.get("modelID")
         parent = info.get("parentID")

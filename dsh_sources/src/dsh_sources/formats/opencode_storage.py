@@ -18,7 +18,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, millis, project
+from dsh_sources.folders import names
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, created_ms, mark, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import Facts, Said, StoreRead
 
@@ -41,13 +42,6 @@ def _load(path: str) -> dict[str, JsonValue]:
     return value
 
 
-def _json_names(folder: str) -> list[str]:
-    try:
-        return sorted(name for name in os.listdir(folder) if name.endswith(".json"))
-    except OSError:
-        return []
-
-
 def _stamp(path: str) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -62,23 +56,21 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
     now: dict[str, str] = {}
     changed: dict[str, tuple[Facts, tuple[Said, ...]]] = {}
     sessions = os.path.join(storage, "session")
-    try:
-        projects = sorted(os.listdir(sessions))
-    except OSError:
-        projects = []
-    for project_id in projects:
+    for project_id in names(sessions):
         folder = os.path.join(sessions, project_id)
-        for name in _json_names(folder):
+        for name in names(folder, ".json"):
             sid = name[: -len(".json")]
+            if sid in now:
+                continue  # the same session under a second project: the first one read serves it
             path = os.path.join(folder, name)
             messages = os.path.join(storage, "message", sid)
             stamps = [
                 (message, _stamp(os.path.join(messages, message)), _stamp(_part_folder(storage, message)))
-                for message in _json_names(messages)
+                for message in names(messages, ".json")
             ]
             stamp = mark(_stamp(path), stamps)
-            if sid in now or marks.get(sid) == stamp:
-                now.setdefault(sid, stamp)
+            if marks.get(sid) == stamp:
+                now[sid] = stamp
                 continue
             if cancel is not None and cancel.is_set():
                 raise ReadCancelled
@@ -133,10 +125,10 @@ class _Messages:
     def __call__(self) -> Iterator[MessageInfo]:
         self.bad = 0
         order: list[tuple[int, str]] = []
-        for name in _json_names(self.folder):
+        for name in names(self.folder, ".json"):
             info = self._info(name)
             if info is not None:
-                order.append((_created(info), name[: -len(".json")]))
+                order.append((created_ms(info) or 0, name[: -len(".json")]))
         order.sort()
         for created, message_id in order:
             if self.cancel is not None and self.cancel.is_set():
@@ -146,7 +138,7 @@ class _Messages:
                 continue
             parts: list[dict[str, JsonValue]] = []
             part_folder = os.path.join(self.storage, "part", message_id)
-            for part_name in _json_names(part_folder):
+            for part_name in names(part_folder, ".json"):
                 try:
                     parts.append(_load(os.path.join(part_folder, part_name)))
                 except _Bad:
@@ -159,8 +151,3 @@ class _Messages:
         except _Bad:
             self.bad += 1
             return None
-
-
-def _created(info: dict[str, JsonValue]) -> int:
-    time = info.get("time")
-    return (millis(time.get("created")) if isinstance(time, dict) else None) or 0
