@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -84,8 +84,6 @@ class Reader:
     sources: SessionSources
     snapshots: SnapshotService
     catalog: SessionCatalog
-    read_lines: Callable[[str], Awaitable[tuple[SessionHeader, list[str]]]]
-    """A session's header and log lines in export form (as `dsh sessions export` reads them)."""
     indexes: SourceIndexes | None = None
     """The sources' index builds (the catalog's): the list says when they are not done."""
     host: Host | None = None
@@ -266,7 +264,7 @@ def build_app(reader: Reader) -> Starlette:
         )
 
     async def export_jsonl(request: Request) -> Response:
-        header, lines = await reader.read_lines(session_id(request))
+        header, lines = await reader.query.read_lines(session_id(request))
         return Response(
             export_log(header, lines),
             media_type="application/x-ndjson; charset=utf-8",
