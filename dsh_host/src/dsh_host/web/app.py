@@ -43,7 +43,7 @@ from dsh_host.web.jinja import templates
 from dsh_host.web.panels import session_panels
 from dsh_host.web.service import SessionHtml
 from dsh_host.web.text import visible_text
-from dsh_host.web.views import Row, log_event, message, row, when
+from dsh_host.web.views import Row, heading, log_event, message, row
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -339,13 +339,9 @@ async def _session_context(
     mention = display_inline_text(reader.snapshots.format_mention(session_id, display_inline_text(title or session_id)))
     chat = None if agent is not None else f"dsh chat --session {_shell_word(session_id)}"
     return {
-        "sid": visible_text(session_id),
+        **heading(session_id, title, agent, header.cwd, header.created_at),
         "uri": uri,
-        "title": visible_text(title) if title else "(untitled)",
-        "agent": visible_text(agent) if agent else "dsh",
         "own": agent is None,
-        "cwd": visible_text(header.cwd) if header.cwd else "(no cwd)",
-        "created": when(header.created_at),
         "mention": mention,
         "mention_shown": visible_text(mention),
         "chat": chat,

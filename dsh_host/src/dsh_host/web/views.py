@@ -40,6 +40,24 @@ def when(ms: int | float | None) -> When | None:
     return When(local.strftime("%Y-%m-%d %H:%M"), iso_utc(ms))
 
 
+def shown(text: str | None, absent: str) -> str:
+    """`text` made visible, or `absent` when there is none (an untitled session, dsh's own agent)."""
+    return visible_text(text) if text else absent
+
+
+def heading(
+    session_id: str, title: str | None, agent: str | None, cwd: str | None, created_at: int | float
+) -> dict[str, object]:
+    """What a session's pages and its static export show above its messages, made inert."""
+    return {
+        "sid": visible_text(session_id),
+        "title": shown(title, "(untitled)"),
+        "agent": shown(agent, "dsh"),
+        "cwd": shown(cwd, "(no cwd)"),
+        "created": when(created_at),
+    }
+
+
 @dataclass(frozen=True)
 class Row:
     """A session in a listing or a search result."""
@@ -69,9 +87,9 @@ def row(
     return Row(
         visible_text(session_id),
         uri,
-        visible_text(title) if title else "(untitled)",
-        visible_text(agent) if agent else "dsh",
-        visible_text(cwd) if cwd else "(no cwd)",
+        shown(title, "(untitled)"),
+        shown(agent, "dsh"),
+        shown(cwd, "(no cwd)"),
         when(created_at),
         when(last_activity_at),
         None if snippet is None else highlight(visible_text(snippet), words),
