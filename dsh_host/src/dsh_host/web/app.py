@@ -140,9 +140,11 @@ def build_app(reader: Reader) -> Starlette:
         except DshError:
             raise NotFound(f"not a session URI: {visible_text(uri)}") from None
 
-    async def header_of(request: Request) -> tuple[str, SessionHeader]:
+    async def heading_of(request: Request) -> tuple[str, SessionHeader, str | None]:
+        """The session's id, header and title (the heading of its log and preview), read at once."""
         sid = session_id(request)
-        return sid, await reader.query.read_header(sid)
+        header, title = await asyncio.gather(reader.query.read_header(sid), reader.query.read_title(sid))
+        return sid, header, None if title is None else title.title
 
     def int_param(request: Request, name: str) -> int | None:
         value = request.query_params.get(name)
@@ -229,20 +231,18 @@ def build_app(reader: Reader) -> Starlette:
         return JSONResponse({"html": html, "position": last})
 
     async def log(request: Request) -> Response:
-        sid, header = await header_of(request)
+        sid, header, title = await heading_of(request)
         before_seq = int_param(request, "before_seq")
         events = await reader.query.read_events_page(sid, before_seq=before_seq, limit=LOG_PAGE)
-        title = await reader.query.read_title(sid)
         return page(
             "log.html",
-            **await _session_context(reader, sid, header, title.title if title else None, request),
+            **await _session_context(reader, sid, header, title, request),
             events=[log_event(e) for e in events.events],
             older=events.before_seq,
         )
 
     async def preview(request: Request) -> Response:
-        sid, header = await header_of(request)
-        title = await reader.query.read_title(sid)
+        sid, header, title = await heading_of(request)
         snapshot = await reader.catalog.snapshot([reader.snapshots.encode_uri(sid)])
         budget = getattr(reader.snapshots, "max_reference_bytes", None)
         sources = [
@@ -258,7 +258,7 @@ def build_app(reader: Reader) -> Starlette:
         ]
         return page(
             "preview.html",
-            **await _session_context(reader, sid, header, title.title if title else None, request),
+            **await _session_context(reader, sid, header, title, request),
             snapshot=visible_text(snapshot.text),
             sources=sources,
         )
