@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from dsh_host.paging import AgentInfo, SurfaceEntry
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
-    from dsh_host.sources.registry import SessionSources
     from dsh_host.store.base import CandidateRow
 
 HERE = Path(__file__).parent
@@ -78,16 +77,15 @@ class BadRequest(DshError):
 
 @dataclass(frozen=True)
 class Reader:
-    """What the pages read through: session query, the mounted sources, session-reference, and search."""
+    """What the pages read through: session query, session-reference, search, and the host."""
 
     query: SessionQuery
-    sources: SessionSources
     snapshots: SnapshotService
     catalog: SessionCatalog
-    indexes: SourceIndexes | None = None
+    indexes: SourceIndexes
     """The sources' index builds (the catalog's): the list says when they are not done."""
-    host: Host | None = None
-    """The host whose plugins add panels to a session's pages (`dsh_web_session_panels`)."""
+    host: Host
+    """The host: its mounted sources name the agents, its plugins add panels to a session's pages."""
 
 
 def build_app(reader: Reader) -> Starlette:
@@ -174,7 +172,7 @@ def build_app(reader: Reader) -> Starlette:
             cwd_options=cwd_options(tuple(cwds), cwd),
             next=result.next,
             first=after is None,
-            indexing=[visible_text(reader.sources.display_name(name)) for name in unfinished],
+            indexing=[visible_text(reader.host.sources.display_name(name)) for name in unfinished],
         )
 
     async def rows(request: Request) -> Response:
@@ -352,7 +350,7 @@ async def _session_context(
 
 async def _unfinished(reader: Reader) -> list[str]:
     """The sources whose index builds are not done yet (not waited for)."""
-    return [] if reader.indexes is None else list(await reader.indexes.unfinished(0))
+    return list(await reader.indexes.unfinished(0))
 
 
 def _shell_word(text: str) -> str:

@@ -122,7 +122,7 @@ def make_reader(host: Host) -> Reader:
     if snapshots is None or query is None:
         raise WebUnavailable(NO_SNAPSHOTS)
     indexes = SourceIndexes(host.sources)
-    return Reader(query, host.sources, snapshots, SessionCatalog(query, snapshots, indexes), indexes, host)
+    return Reader(query, snapshots, SessionCatalog(query, snapshots, indexes), indexes, host)
 
 
 def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | None) -> None:
