@@ -98,9 +98,10 @@ def row(
 
 def highlight(text: str, words: tuple[str, ...]) -> Markup:
     """`text` escaped, with each case-insensitive occurrence of `words` in a `<mark>`."""
-    lowered = text.casefold() if len(text.casefold()) == len(text) else None
+    lowered = text.casefold()
     needles = [w.casefold() for w in words if w]
-    if lowered is None or not needles:
+    # A fold that changes the length (`ß` to `ss`) would put the marks at the wrong offsets.
+    if len(lowered) != len(text) or not needles:
         return Markup.escape(text)
     out: list[str] = []
     at = 0
@@ -129,12 +130,9 @@ class Message:
     time: When | None
 
 
-_LABELS = {"user": "user", "assistant": "assistant", "steering": "steering", "checkpoint": "checkpoint"}
-
-
 def message(entry: SurfaceEntry) -> Message:
     """An entry as a `Message`: a plugin's message is labelled with the plugin's name."""
-    label = _LABELS.get(entry.kind, visible_text(entry.kind))
+    label = visible_text(entry.kind)
     if entry.kind in ("user", "steering") and entry.source_kind == "plugin" and entry.source_plugin:
         label = f"{label} (from {visible_text(entry.source_plugin)})"
     # markdown_html escapes the text itself (raw HTML is off): its output is markup.
