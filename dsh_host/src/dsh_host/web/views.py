@@ -29,6 +29,10 @@ class When:
     local: str
     iso: str
 
+    def __html__(self) -> str:
+        """Its `<time>` element, which every page writes the same way (Jinja2 calls this)."""
+        return str(Markup('<time datetime="{0}" title="{0}">{1}</time>').format(self.iso, self.local))
+
 
 @lru_cache(maxsize=8_192)
 def when(ms: int | float | None) -> When | None:
