@@ -91,9 +91,9 @@ def web(host: Host, address: str, port: int, open_browser: bool) -> None:
 
     The printed URL carries a secret made at this launch; without it the server answers 403.
     """
-    import importlib.util
+    from dsh_host.web.service import lacks
 
-    if any(importlib.util.find_spec(name) is None for name in ("starlette", "uvicorn", "jinja2", "markdown_it")):
+    if lacks("starlette", "uvicorn", "jinja2", "markdown_it"):
         raise WebUnavailable(EXTRA_MISSING)
     reader = make_reader(host)
     warning = exposure_warning(address)
