@@ -315,13 +315,13 @@ def session_figures(workdir: Path) -> Iterator[Figure]:
             yield live_figure(host, client, uri)
 
 
-def one_message(text: str) -> list[Event]:
-    """A log of one turn holding one user message."""
+def one_message(text: str, *, seq: int = 0, turn: int = 1) -> list[Event]:
+    """Turn `turn` of a log holding one user message, its events numbered from `seq`."""
     user = {"kind": "user"}
     return [
-        Event("turn/start", 0, 0, {"turn": 1, "trigger": {"kind": "message", "source": user}}),
-        Event("user/message", 1, 0, {"content": [{"type": "text", "text": text}], "source": user}, "append"),
-        Event("turn/end", 2, 0, {"turn": 1, "reason": {"kind": "completed"}}),
+        Event("turn/start", seq, 0, {"turn": turn, "trigger": {"kind": "message", "source": user}}),
+        Event("user/message", seq + 1, 0, {"content": [{"type": "text", "text": text}], "source": user}, "append"),
+        Event("turn/end", seq + 2, 0, {"turn": turn, "reason": {"kind": "completed"}}),
     ]
 
 
@@ -359,14 +359,8 @@ def live_figure(host: Host, client: httpx.Client, uri: str) -> Figure:
     position = client.get(f"/s/{uri}/after").json()["position"]
     delays = []
     for sample in range(LIVE_SAMPLES):
-        turn = 5_000 + sample
         text = f"live message {sample}"
-        user = {"kind": "user"}
-        events = [
-            Event("turn/start", seq, 0, {"turn": turn, "trigger": {"kind": "message", "source": user}}),
-            Event("user/message", seq + 1, 0, {"content": [{"type": "text", "text": text}], "source": user}, "append"),
-            Event("turn/end", seq + 2, 0, {"turn": turn, "reason": {"kind": "completed"}}),
-        ]
+        events = one_message(text, seq=seq, turn=5_000 + sample)
         # The page polls every LIVE_POLL_MS; the message lands anywhere in that cycle.
         next_poll = time.perf_counter() + random.uniform(0, LIVE_POLL_MS / 1000)
         appended = time.perf_counter()

@@ -133,7 +133,18 @@ async def test_read_events_returns_the_whole_log(host, log_builder):
     assert await host.services.session_query.read_events("s") == [json.loads(e.to_line()) for e in L.events(raws)]
 
 
-@pytest.mark.parametrize("method", ["read_surface", "read_events", "read_title", "read_header"])
+async def test_read_lines_gives_the_header_and_log_lines_live_and_persisted(host, log_builder):
+    L = log_builder
+    raws = nested_replace_log(L)
+    live_session(host, L, "live", raws, created_at=7)
+    host.store.append(SessionHeader(id="stored", created_at=7), L.events(raws))
+    for session_id in ("live", "stored"):
+        header, lines = await host.services.session_query.read_lines(session_id)
+        assert (header.id, header.created_at) == (session_id, 7)
+        assert [json.loads(line) for line in lines] == [json.loads(e.to_line()) for e in L.events(raws)]
+
+
+@pytest.mark.parametrize("method", ["read_surface", "read_events", "read_lines", "read_title", "read_header"])
 async def test_unknown_session_is_not_found(host, method):
     with pytest.raises(SessionNotFound) as info:
         await getattr(host.services.session_query, method)('no "such" id')

@@ -506,11 +506,16 @@ class SessionQuery:
 
     async def read_events(self, session_id: str) -> list[dict[str, JsonValue]]:
         """Every event of the log, in log form, detached."""
+        _, lines = await self.read_lines(session_id)
+        return [json.loads(line) for line in lines]
+
+    async def read_lines(self, session_id: str) -> tuple[SessionHeader, list[str]]:
+        """The header and every event of the log as its JSON line (what `dsh sessions export`
+        writes); raises SessionNotFound for an unknown id."""
         session = self._live(session_id)
         if session is not None:
-            return [json.loads(e.to_line()) for e in session.events]
-        _, lines = cast("tuple[SessionHeader, list[str]]", await self._read("read_lines", session_id))
-        return [json.loads(line) for line in lines]
+            return session.header, [e.to_line() for e in session.events]
+        return cast("tuple[SessionHeader, list[str]]", await self._read("read_lines", session_id))
 
     async def read_header(self, session_id: str) -> SessionHeader:
         session = self._live(session_id)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,7 +43,7 @@ from dsh_host.web.jinja import templates
 from dsh_host.web.panels import session_panels
 from dsh_host.web.service import SessionHtml
 from dsh_host.web.text import visible_text
-from dsh_host.web.views import Row, log_event, message, row, when
+from dsh_host.web.views import Row, heading, log_event, message, row
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from dsh_host.paging import AgentInfo, SurfaceEntry
     from dsh_host.query import SessionQuery, SessionRecord
     from dsh_host.session.events import SessionHeader
-    from dsh_host.sources.registry import SessionSources
     from dsh_host.store.base import CandidateRow
 
 HERE = Path(__file__).parent
@@ -78,18 +77,15 @@ class BadRequest(DshError):
 
 @dataclass(frozen=True)
 class Reader:
-    """What the pages read through: session query, the mounted sources, session-reference, and search."""
+    """What the pages read through: session query, session-reference, search, and the host."""
 
     query: SessionQuery
-    sources: SessionSources
     snapshots: SnapshotService
     catalog: SessionCatalog
-    read_lines: Callable[[str], Awaitable[tuple[SessionHeader, list[str]]]]
-    """A session's header and log lines in export form (as `dsh sessions export` reads them)."""
-    indexes: SourceIndexes | None = None
+    indexes: SourceIndexes
     """The sources' index builds (the catalog's): the list says when they are not done."""
-    host: Host | None = None
-    """The host whose plugins add panels to a session's pages (`dsh_web_session_panels`)."""
+    host: Host
+    """The host: its mounted sources name the agents, its plugins add panels to a session's pages."""
 
 
 def build_app(reader: Reader) -> Starlette:
@@ -142,12 +138,11 @@ def build_app(reader: Reader) -> Starlette:
         except DshError:
             raise NotFound(f"not a session URI: {visible_text(uri)}") from None
 
-    async def header_of(request: Request) -> tuple[str, SessionHeader]:
+    async def heading_of(request: Request) -> tuple[str, SessionHeader, str | None]:
+        """The session's id, header and title (the heading of its log and preview), read at once."""
         sid = session_id(request)
-        try:
-            return sid, await reader.query.read_header(sid)
-        except SessionNotFound:
-            raise NotFound(f"no session {visible_text(sid)}") from None
+        header, title = await asyncio.gather(reader.query.read_header(sid), reader.query.read_title(sid))
+        return sid, header, None if title is None else title.title
 
     def int_param(request: Request, name: str) -> int | None:
         value = request.query_params.get(name)
@@ -177,7 +172,7 @@ def build_app(reader: Reader) -> Starlette:
             cwd_options=cwd_options(tuple(cwds), cwd),
             next=result.next,
             first=after is None,
-            indexing=[visible_text(reader.sources.display_name(name)) for name in unfinished],
+            indexing=[visible_text(reader.host.sources.display_name(name)) for name in unfinished],
         )
 
     async def rows(request: Request) -> Response:
@@ -214,11 +209,8 @@ def build_app(reader: Reader) -> Starlette:
     async def session(request: Request) -> Response:
         sid = session_id(request)
         before = int_param(request, "before")
-        try:
-            # The page carries the header and title: one read, not three.
-            surface = await reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE)
-        except SessionNotFound:
-            raise NotFound(f"no session {visible_text(sid)}") from None
+        # The page carries the header and title: one read, not three.
+        surface = await reader.query.read_surface_page(sid, before=before, limit=SURFACE_PAGE)
         return page(
             "session.html",
             **await _session_context(reader, sid, surface.header, surface.title, request),
@@ -229,29 +221,26 @@ def build_app(reader: Reader) -> Starlette:
         )
 
     async def after(request: Request) -> Response:
-        sid, _ = await header_of(request)
+        surface = await reader.query.read_surface_page(session_id(request), limit=SURFACE_PAGE)
         position = int_param(request, "position")
-        surface = await reader.query.read_surface_page(sid, limit=SURFACE_PAGE)
         new = [e for e in surface.entries if position is None or e.position > position]
         html = _joined(message_html(e) for e in new)
         last = new[-1].position if new else position
         return JSONResponse({"html": html, "position": last})
 
     async def log(request: Request) -> Response:
-        sid, header = await header_of(request)
+        sid, header, title = await heading_of(request)
         before_seq = int_param(request, "before_seq")
         events = await reader.query.read_events_page(sid, before_seq=before_seq, limit=LOG_PAGE)
-        title = await reader.query.read_title(sid)
         return page(
             "log.html",
-            **await _session_context(reader, sid, header, title.title if title else None, request),
+            **await _session_context(reader, sid, header, title, request),
             events=[log_event(e) for e in events.events],
             older=events.before_seq,
         )
 
     async def preview(request: Request) -> Response:
-        sid, header = await header_of(request)
-        title = await reader.query.read_title(sid)
+        sid, header, title = await heading_of(request)
         snapshot = await reader.catalog.snapshot([reader.snapshots.encode_uri(sid)])
         budget = getattr(reader.snapshots, "max_reference_bytes", None)
         sources = [
@@ -267,14 +256,13 @@ def build_app(reader: Reader) -> Starlette:
         ]
         return page(
             "preview.html",
-            **await _session_context(reader, sid, header, title.title if title else None, request),
+            **await _session_context(reader, sid, header, title, request),
             snapshot=visible_text(snapshot.text),
             sources=sources,
         )
 
     async def export_jsonl(request: Request) -> Response:
-        sid, _ = await header_of(request)
-        header, lines = await reader.read_lines(sid)
+        header, lines = await reader.query.read_lines(session_id(request))
         return Response(
             export_log(header, lines),
             media_type="application/x-ndjson; charset=utf-8",
@@ -282,13 +270,17 @@ def build_app(reader: Reader) -> Starlette:
         )
 
     async def export_page(request: Request) -> Response:
-        sid, _ = await header_of(request)
-        html = await SessionHtml(reader.query).page(sid)
+        html = await SessionHtml(reader.query).page(session_id(request))
         return HTMLResponse(html, headers={"content-disposition": 'attachment; filename="session.html"'})
 
     async def refused(request: Request, exc: Exception) -> Response:
         status = 404 if isinstance(exc, NotFound) else 400
         return PlainTextResponse(f"{visible_text(str(exc))}\n", status_code=status)
+
+    # Every read of a session raises SessionNotFound for one this principal cannot read: one
+    # answer here, so no route reads the header first only to find out.
+    async def missing(request: Request, exc: Exception) -> Response:
+        return PlainTextResponse(f"no session {visible_text(session_id(request))}\n", status_code=404)
 
     routes = [
         Route("/", listing),
@@ -313,7 +305,12 @@ def build_app(reader: Reader) -> Starlette:
 
     return Starlette(
         routes=routes,
-        exception_handlers={NotFound: refused, BadRequest: refused, InvalidPageRequest: refused},
+        exception_handlers={
+            NotFound: refused,
+            BadRequest: refused,
+            InvalidPageRequest: refused,
+            SessionNotFound: missing,
+        },
         lifespan=lifespan,
     )
 
@@ -340,13 +337,9 @@ async def _session_context(
     mention = display_inline_text(reader.snapshots.format_mention(session_id, display_inline_text(title or session_id)))
     chat = None if agent is not None else f"dsh chat --session {_shell_word(session_id)}"
     return {
-        "sid": visible_text(session_id),
+        **heading(session_id, title, agent, header.cwd, header.created_at),
         "uri": uri,
-        "title": visible_text(title) if title else "(untitled)",
-        "agent": visible_text(agent) if agent else "dsh",
         "own": agent is None,
-        "cwd": visible_text(header.cwd) if header.cwd else "(no cwd)",
-        "created": when(header.created_at),
         "mention": mention,
         "mention_shown": visible_text(mention),
         "chat": chat,
@@ -357,7 +350,7 @@ async def _session_context(
 
 async def _unfinished(reader: Reader) -> list[str]:
     """The sources whose index builds are not done yet (not waited for)."""
-    return [] if reader.indexes is None else list(await reader.indexes.unfinished(0))
+    return list(await reader.indexes.unfinished(0))
 
 
 def _shell_word(text: str) -> str:

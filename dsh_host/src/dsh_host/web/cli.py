@@ -23,7 +23,6 @@ from dsh_host.errors import DshError
 
 if TYPE_CHECKING:
     from dsh_host.host import Host
-    from dsh_host.session.events import SessionHeader
     from dsh_host.web.app import Reader
 
 EXTRA_MISSING = "dsh web needs its extra: pip install 'dsh-host[web]'"
@@ -92,9 +91,9 @@ def web(host: Host, address: str, port: int, open_browser: bool) -> None:
 
     The printed URL carries a secret made at this launch; without it the server answers 403.
     """
-    import importlib.util
+    from dsh_host.web.service import lacks
 
-    if any(importlib.util.find_spec(name) is None for name in ("starlette", "uvicorn", "jinja2", "markdown_it")):
+    if lacks("starlette", "uvicorn", "jinja2", "markdown_it"):
         raise WebUnavailable(EXTRA_MISSING)
     reader = make_reader(host)
     warning = exposure_warning(address)
@@ -114,8 +113,6 @@ def web(host: Host, address: str, port: int, open_browser: bool) -> None:
 
 def make_reader(host: Host) -> Reader:
     """What the pages read through, from `host`'s services; refuses without session snapshots."""
-    import asyncio
-
     from dsh_host.mcp.catalog import SessionCatalog, SnapshotService
     from dsh_host.mcp.indexing import SourceIndexes
     from dsh_host.web.app import Reader
@@ -124,17 +121,8 @@ def make_reader(host: Host) -> Reader:
     query = host.services.get("session_query")
     if snapshots is None or query is None:
         raise WebUnavailable(NO_SNAPSHOTS)
-    sources = host.sources
-
-    def lines(session_id: str) -> tuple[SessionHeader, list[str]]:
-        source = sources.for_session(session_id)
-        return (host.store if source is None else source).read_lines(session_id)
-
-    async def read_lines(session_id: str) -> tuple[SessionHeader, list[str]]:
-        return await asyncio.to_thread(lines, session_id)
-
-    indexes = SourceIndexes(sources)
-    return Reader(query, sources, snapshots, SessionCatalog(query, snapshots, indexes), read_lines, indexes, host)
+    indexes = SourceIndexes(host.sources)
+    return Reader(query, snapshots, SessionCatalog(query, snapshots, indexes), indexes, host)
 
 
 def serve(reader: Reader, sock: socket.socket, token: str, extra_host: str | None) -> None:

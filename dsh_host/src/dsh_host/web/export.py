@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh_host.web.jinja import templates
-from dsh_host.web.text import visible_text
-from dsh_host.web.views import message, when
+from dsh_host.web.views import heading, message
 
 if TYPE_CHECKING:
     from dsh_host.paging import SurfaceEntry
@@ -53,11 +52,7 @@ def export_html(page: ExportPage, entries: list[SurfaceEntry]) -> str:
         .render(
             policy=style_policy(STYLE),
             style=STYLE,
-            sid=visible_text(page.session_id),
-            title=visible_text(page.title) if page.title else "(untitled)",
-            agent=visible_text(page.agent) if page.agent else "dsh",
-            cwd=visible_text(page.cwd) if page.cwd else "(no cwd)",
-            created=when(page.created_at),
+            **heading(page.session_id, page.title, page.agent, page.cwd, page.created_at),
             messages=[message(e) for e in entries],
         )
     )

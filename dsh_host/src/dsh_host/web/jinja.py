@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -12,8 +13,10 @@ LIVE_POLL_MS = 1000
 """How often an open page asks for what is new."""
 
 
+@cache
 def templates() -> Environment:
-    """The environment the pages and the static export render with."""
+    """The environment the pages and the static export render with: one per process, so each
+    template is parsed once, not again on every static export."""
     env = Environment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),

@@ -17,11 +17,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("dsh.web")
 
 
-async def session_panels(host: Host | None, session_id: str) -> list[tuple[str, str]]:
+async def session_panels(host: Host, session_id: str) -> list[tuple[str, str]]:
     """Every plugin's `(title, text)` panels for `session_id`, their text made visible; a plugin
     whose implementation fails is logged and left out."""
-    if host is None:
-        return []
     shown: list[tuple[str, str]] = []
     for impl in host.hook.dsh_web_session_panels.get_hookimpls():
         try:

@@ -13,6 +13,11 @@ if TYPE_CHECKING:
 EXTRA_MISSING = "the static HTML page needs the web extra: pip install 'dsh-host[web]'"
 
 
+def lacks(*modules: str) -> bool:
+    """Whether any of `modules` (of the extra `dsh-host[web]`) cannot be imported here."""
+    return any(importlib.util.find_spec(name) is None for name in modules)
+
+
 class SessionHtml:
     """Renders the static page of a session read through session query."""
 
@@ -21,7 +26,7 @@ class SessionHtml:
 
     async def page(self, session_id: str) -> str:
         """The page of `session_id` (`SessionNotFound` when it cannot be read)."""
-        if any(importlib.util.find_spec(name) is None for name in ("jinja2", "markdown_it")):
+        if lacks("jinja2", "markdown_it"):
             raise DshError(EXTRA_MISSING)
         from dsh_host.web.export import ExportPage, export_html
         from dsh_host.web.reads import all_entries

@@ -29,6 +29,10 @@ class When:
     local: str
     iso: str
 
+    def __html__(self) -> str:
+        """Its `<time>` element, which every page writes the same way (Jinja2 calls this)."""
+        return str(Markup('<time datetime="{0}" title="{0}">{1}</time>').format(self.iso, self.local))
+
 
 @lru_cache(maxsize=8_192)
 def when(ms: int | float | None) -> When | None:
@@ -38,6 +42,24 @@ def when(ms: int | float | None) -> When | None:
         return None
     local = datetime.fromtimestamp(ms / 1000).astimezone()
     return When(local.strftime("%Y-%m-%d %H:%M"), iso_utc(ms))
+
+
+def shown(text: str | None, absent: str) -> str:
+    """`text` made visible, or `absent` when there is none (an untitled session, dsh's own agent)."""
+    return visible_text(text) if text else absent
+
+
+def heading(
+    session_id: str, title: str | None, agent: str | None, cwd: str | None, created_at: int | float
+) -> dict[str, object]:
+    """What a session's pages and its static export show above its messages, made inert."""
+    return {
+        "sid": visible_text(session_id),
+        "title": shown(title, "(untitled)"),
+        "agent": shown(agent, "dsh"),
+        "cwd": shown(cwd, "(no cwd)"),
+        "created": when(created_at),
+    }
 
 
 @dataclass(frozen=True)
@@ -69,9 +91,9 @@ def row(
     return Row(
         visible_text(session_id),
         uri,
-        visible_text(title) if title else "(untitled)",
-        visible_text(agent) if agent else "dsh",
-        visible_text(cwd) if cwd else "(no cwd)",
+        shown(title, "(untitled)"),
+        shown(agent, "dsh"),
+        shown(cwd, "(no cwd)"),
         when(created_at),
         when(last_activity_at),
         None if snippet is None else highlight(visible_text(snippet), words),
@@ -80,9 +102,10 @@ def row(
 
 def highlight(text: str, words: tuple[str, ...]) -> Markup:
     """`text` escaped, with each case-insensitive occurrence of `words` in a `<mark>`."""
-    lowered = text.casefold() if len(text.casefold()) == len(text) else None
+    lowered = text.casefold()
     needles = [w.casefold() for w in words if w]
-    if lowered is None or not needles:
+    # A fold that changes the length (`ß` to `ss`) would put the marks at the wrong offsets.
+    if len(lowered) != len(text) or not needles:
         return Markup.escape(text)
     out: list[str] = []
     at = 0
@@ -111,12 +134,9 @@ class Message:
     time: When | None
 
 
-_LABELS = {"user": "user", "assistant": "assistant", "steering": "steering", "checkpoint": "checkpoint"}
-
-
 def message(entry: SurfaceEntry) -> Message:
     """An entry as a `Message`: a plugin's message is labelled with the plugin's name."""
-    label = _LABELS.get(entry.kind, visible_text(entry.kind))
+    label = visible_text(entry.kind)
     if entry.kind in ("user", "steering") and entry.source_kind == "plugin" and entry.source_plugin:
         label = f"{label} (from {visible_text(entry.source_plugin)})"
     # markdown_html escapes the text itself (raw HTML is off): its output is markup.
