@@ -210,8 +210,8 @@ class Builder(IndexBuild[TranscriptFormat]):
         by_path = {task.path: task for task in tasks}
         workers = _IDLE.take(count)
         try:
-            paths = [task.path for task in tasks]
-            for result in workers.reads(self.format, paths, self.index.path.parent, cancel):
+            sized = [(task.path, task.cost) for task in tasks]
+            for result in workers.reads(self.format, sized, self.index.path.parent, cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
         finally:

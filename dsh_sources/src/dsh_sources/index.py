@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -841,7 +842,7 @@ def _file_values(read: FileRead) -> FileValues:
         seen.head_len,
         seen.head,
         seen.tail,
-        json.dumps(read.update.state, ensure_ascii=True, separators=(",", ":")),
+        _state_json(read.update.state),
         read.skipped,
         read.oversized,
         int(read.unfinished),
@@ -860,11 +861,21 @@ def message_rows(tail: Iterable[Said]) -> tuple[MessageRow, ...]:
             said.message.model,
             said.stream,
             int(said.message.role == "user" and said.message.source.get("kind") == "user"),
-            json.dumps(said.message.texts, ensure_ascii=True, separators=(",", ":")),
+            _texts_json(said.message.texts),
             _searchable("\n".join(said.message.texts)),
         )
         for position, said in enumerate(tail)
     )
+
+
+_state_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+"""A projector's state as `files.state` keeps it (one encoder for every file: `json.dumps` with
+arguments makes a new one per call)."""
+
+
+def _texts_json(texts: tuple[str, ...]) -> str:
+    """A message's texts as a JSON array, ASCII only: what `json.dumps` writes, at a fifth of its cost."""
+    return "[" + ",".join([encode_basestring_ascii(text) for text in texts]) + "]"
 
 
 def _source_json(message: SourceMessage) -> str:

@@ -1,15 +1,16 @@
 """Worker processes that read files from their start while the builder writes the index.
 
 Parsing JSON holds the GIL, so a build that reads gigabytes uses other processes for it. They are
-plain `python -c` children with the builder's `sys.path`, fed one task at a time over a pipe
-(length-prefixed pickles: a format and a path in, a `FileRead` or the path back). Nothing of the
-host's `__main__` is imported again, so a host script needs no main guard, and a cancelled build
-kills them at once. A worker that dies loses only the file it was reading (skipped this time).
+plain `python -c` children with the builder's `sys.path`, fed tasks over a pipe (length-prefixed
+pickles: a format and a path in, a read as plain values or the path back). Nothing of the host's
+`__main__` is imported again, so a host script needs no main guard, and a cancelled build kills
+them at once. A worker that dies loses only the files it held (skipped this time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pickle
@@ -19,17 +20,24 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields
+from operator import attrgetter
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from dsh_sources.index import FileRead, message_rows
+from dsh_sources.index import FileRead, Observed, message_rows
 from dsh_sources.reading import read_file
-from dsh_sources.transcript import TranscriptFormat
+from dsh_sources.transcript import Facts, TranscriptFormat, Update
 
 _FRAME = struct.Struct("<Q")
-IN_FLIGHT = 3
-"""Tasks a worker holds at once."""
+IN_FLIGHT = 2
+"""Tasks a worker always holds (the file it parses and the next), so it never waits for the builder."""
+IN_FLIGHT_MAX = 32
+IN_FLIGHT_BYTES = 8 * 1024 * 1024
+"""More tasks a worker holds while they are small, up to this many and about these bytes: small files take
+well under a millisecond each, less than the builder's thread may wait for the GIL its writer holds."""
+PIPE_BYTES = 1024 * 1024
+"""The size asked of each worker's pipes, so a worker writes its answers on while the builder is busy."""
 _BOOT = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); from dsh_sources.workers import serve; serve()"
 
 
@@ -56,9 +64,39 @@ def _receive(pipe: IO[bytes]) -> object:
     return pickle.loads(_read_exactly(pipe, size))
 
 
-def _portable(read: FileRead) -> FileRead:
-    """The read with its messages made into the index's rows here, so the builder only writes them."""
-    return replace(read, update=replace(read.update, tail=()), rows=message_rows(read.update.tail))
+_OBSERVED = attrgetter(*(field.name for field in fields(Observed)))
+_FACTS = attrgetter(*(field.name for field in fields(Facts)))
+
+
+def _portable(read: FileRead) -> tuple[object, ...]:
+    """The read as plain values, its messages made into the index's rows here, so the builder only writes them.
+
+    Plain values: unpickling dataclasses runs Python code per object, in the builder's busiest thread.
+    """
+    update, facts = read.update, read.update.facts
+    return (
+        read.path,
+        _OBSERVED(read.seen),
+        read.fresh,
+        read.skipped,
+        read.oversized,
+        read.unfinished,
+        update.state,
+        None if facts is None else _FACTS(facts),
+        update.keep,
+        update.cut,
+        update.nodes,
+        read.generation,
+        read.keyed,
+        message_rows(update.tail),
+    )
+
+
+def _restored(values: tuple[Any, ...]) -> FileRead:
+    """A read back from `_portable`'s values."""
+    path, seen, fresh, skipped, oversized, unfinished, state, facts, keep, cut, nodes, generation, keyed, rows = values
+    update = Update(state, None if facts is None else Facts(*facts), keep, (), cut, nodes)
+    return FileRead(path, Observed(*seen), fresh, skipped, oversized, unfinished, update, generation, keyed, rows)
 
 
 def serve() -> None:
@@ -73,7 +111,7 @@ def serve() -> None:
         assert isinstance(task, tuple)
         fmt, path, spill_dir = task
         try:
-            answer: FileRead | str = _portable(read_file(fmt, path, None, None, spill_dir=spill_dir))
+            answer: tuple[object, ...] | str = _portable(read_file(fmt, path, None, None, spill_dir=spill_dir))
         except OSError:
             answer = path
         _send(stdout, answer)
@@ -90,34 +128,44 @@ class Workers:
             subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True)
             for _ in range(count)
         ]
-        self._held: dict[subprocess.Popen[bytes], int] = {}
+        for process in self._processes:
+            for pipe in (process.stdin, process.stdout):
+                _widen(pipe)
+        self._held: dict[subprocess.Popen[bytes], list[int]] = {}
 
     def idle(self) -> bool:
         """Whether every worker runs and holds no task (the workers may serve another `reads`)."""
         return not any(self._held.values()) and all(process.poll() is None for process in self._processes)
 
     def reads(
-        self, fmt: TranscriptFormat, paths: list[str], spill_dir: Path, cancel: threading.Event
+        self, fmt: TranscriptFormat, tasks: list[tuple[str, int]], spill_dir: Path, cancel: threading.Event
     ) -> Iterator[FileRead | str]:
-        """Read each path from its start in a worker (handed out in the order given); a read or the unreadable path.
+        """Read each (path, size) from its start in a worker, in the order given; a read or the unreadable path.
 
         A worker keeps the record keys of a large file in a `spill.NodeSpill` in `spill_dir`.
 
-        Each worker holds `IN_FLIGHT` tasks, so it goes on parsing while the builder writes what came back.
+        Each worker holds at least `IN_FLIGHT` tasks, more while they are small (see `IN_FLIGHT_BYTES`),
+        so it goes on parsing while the builder writes what came back.
         """
-        pending = list(reversed(paths))
+        pending = list(reversed(tasks))
         selector = selectors.DefaultSelector()
         held = self._held
 
         def hand_out(process: subprocess.Popen[bytes]) -> None:
             assert process.stdin is not None
-            while pending and held[process] < IN_FLIGHT and not cancel.is_set():
-                _send(process.stdin, (fmt, pending.pop(), spill_dir))
-                held[process] += 1
+            sizes = held[process]
+            while (
+                pending
+                and (len(sizes) < IN_FLIGHT or (len(sizes) < IN_FLIGHT_MAX and sum(sizes) < IN_FLIGHT_BYTES))
+                and not cancel.is_set()
+            ):
+                path, size = pending.pop()
+                _send(process.stdin, (fmt, path, spill_dir))
+                sizes.append(size)
 
         try:
             for process in self._processes:
-                held[process] = 0
+                held[process] = []
                 hand_out(process)
                 if held[process]:
                     selector.register(process.stdout, selectors.EVENT_READ, process)  # type: ignore[arg-type]
@@ -129,13 +177,17 @@ class Workers:
                         answer = _receive(process.stdout)
                     except EOFError:  # the worker died: what it held is skipped this time
                         selector.unregister(process.stdout)
-                        held[process] = 0
+                        held[process] = []
                         continue
-                    held[process] -= 1
+                    del held[process][0]  # answers come in the order the tasks went
                     hand_out(process)
                     if not held[process]:
                         selector.unregister(process.stdout)
-                    yield answer  # type: ignore[misc]
+                    if isinstance(answer, tuple):
+                        yield _restored(answer)
+                    else:
+                        assert isinstance(answer, str)
+                        yield answer  # the path it could not read
         finally:
             selector.close()
 
@@ -150,6 +202,14 @@ class Workers:
                     with contextlib.suppress(OSError):
                         pipe.close()
             process.wait()
+
+
+def _widen(pipe: IO[bytes] | None) -> None:
+    """Ask for a pipe of `PIPE_BYTES` (Linux; elsewhere, or when refused, it keeps its size)."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if pipe is not None and setsize is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), setsize, PIPE_BYTES)
 
 
 def worker_count() -> int:
