@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_sources import build, reading
+from dsh_sources import build, index, reading
 from dsh_sources.formats import claude_code
 from dsh_sources.formats.claude_code import ClaudeCodeFormat
 from dsh_sources.index import SourceIndex, index_path, process_alive
@@ -79,6 +79,21 @@ def test_a_spilled_read_stores_the_keys_and_messages_an_in_memory_read_stores(tm
     whole = read_whole(fmt, str(path))
     assert whole is not None
     assert tuple(said.message for said in spilled.messages(session.pk)) == whole.messages
+    assert spills(spilled.path.parent) == []
+
+
+def test_more_spilled_reads_than_a_connection_attaches_are_written_in_one_put(tmp_path):
+    # Three transactions, each attaching its spills under the names the one before detached.
+    count = index.ATTACHED_SPILLS * 2 + 1
+    fmt = ClaudeCodeFormat(tmp_path / "claude")
+    paths = [transcript(3 + n % 4).write(tmp_path / "claude") for n in range(count)]
+    spilled, in_memory = index_of(tmp_path, "spilled"), index_of(tmp_path, "memory")
+    reads = [read_file(fmt, str(path), None, spilled) for path in paths]
+    assert all(isinstance(read.update.nodes, NodeSpill) for read in reads)
+    assert spilled.put(reads) == []
+    assert in_memory.put([read_file(fmt, str(path), None, None) for path in paths]) == []
+    assert nodes(spilled.path) == nodes(in_memory.path)
+    assert len(spilled.sessions()) == count
     assert spills(spilled.path.parent) == []
 
 

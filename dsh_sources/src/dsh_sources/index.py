@@ -40,7 +40,7 @@ from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
-from dsh_sources.spill import NodeSpill, sweep
+from dsh_sources.spill import NodeSpill, select_rows, sweep
 from dsh_sources.transcript import Facts, Node, Said, StoreRead, Update
 
 if TYPE_CHECKING:
@@ -339,14 +339,18 @@ class SourceIndex:
         return StoredFile(self, pk)
 
     def put(self, reads: Iterable[FileRead]) -> list[str]:
-        """Write what reading each file found, in one transaction; the paths whose entry changed meanwhile.
+        """Write what reading each file found; the paths whose entry changed meanwhile.
 
+        One transaction writes them, or one per `ATTACHED_SPILLS` reads that spilled their nodes.
         A read that went on from an entry another write has replaced since is not applied: its
         path is returned, to be read again.
         """
         reads = list(reads)
         try:
-            return self._put_all(reads)
+            stale: list[str] = []
+            for group in _spill_groups(reads):
+                stale.extend(self._put_all(group))
+            return stale
         finally:
             for read in reads:
                 if isinstance(read.update.nodes, NodeSpill):
@@ -355,7 +359,8 @@ class SourceIndex:
     def _put_all(self, reads: list[FileRead]) -> list[str]:
         conn = self._connection()
         stale: list[str] = []
-        with self._transaction(conn):
+        spills = [read.update.nodes for read in reads if isinstance(read.update.nodes, NodeSpill)]
+        with _attached(conn, spills) as schemas, self._transaction(conn):
             known: set[bytes] = set()
             for start in range(0, len(reads), _BATCH):
                 paths = [os.fsencode(read.path) for read in reads[start : start + _BATCH]]
@@ -365,18 +370,21 @@ class SourceIndex:
             first_seen: list[FileRead] = []
             for read in reads:
                 if os.fsencode(read.path) in known:
-                    if not self._put(conn, read):
+                    if not self._put(conn, read, schemas):
                         stale.append(read.path)
                 elif read.fresh:
                     first_seen.append(read)
                 else:  # read on from an entry that is gone meanwhile
                     stale.append(read.path)
-            self._put_first_seen(conn, first_seen)
+            self._put_first_seen(conn, first_seen, schemas)
             conn.execute(_STAMP, (self.source,))
         return stale
 
-    def _put_first_seen(self, conn: sqlite3.Connection, reads: list[FileRead]) -> None:
-        """Write reads of files the index has no entry for, a statement per table for them all."""
+    def _put_first_seen(self, conn: sqlite3.Connection, reads: list[FileRead], schemas: Mapping[str, str]) -> None:
+        """Write reads of files the index has no entry for, a statement per table for them all.
+
+        `schemas` names the attached spill of each read that spilled its nodes, by the spill's path.
+        """
         if not reads:
             return
         next_file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
@@ -384,15 +392,15 @@ class SourceIndex:
         files: list[tuple[object, ...]] = []
         sessions: list[tuple[object, ...]] = []
         nodes: list[tuple[object, ...]] = []
-        spilled: list[tuple[int, Update]] = []
+        spilled: list[tuple[int, NodeSpill]] = []
         messages: list[tuple[object, ...]] = []
         texts: list[tuple[int, str | bytes]] = []
         for file, read in enumerate(reads, next_file):
             files.append((file, self.source, os.fsencode(read.path), *_file_values(read)))
             if isinstance(read.update.nodes, NodeSpill):
-                spilled.append((file, read.update))  # streamed from its file below, never all in memory
+                spilled.append((file, read.update.nodes))  # copied from its file below, never in memory
             else:
-                nodes.extend(_node_values(file, read.update))
+                nodes.extend(_node_values(file, read.update.nodes))
             facts = read.update.facts
             if facts is None:
                 continue
@@ -408,8 +416,8 @@ class SourceIndex:
         )
         conn.executemany(_INSERT_SESSION, sessions)
         conn.executemany(_INSERT_NODE, nodes)
-        for file, update in spilled:
-            conn.executemany(_INSERT_NODE, _node_values(file, update))
+        for file, spill in spilled:
+            _copy_nodes(conn, file, spill, schemas)
         conn.executemany(_INSERT_MESSAGE, messages)
         conn.executemany(_INSERT_TEXT, texts)
 
@@ -418,7 +426,7 @@ class SourceIndex:
         row = self._connection().execute("SELECT stamp FROM sources WHERE name = ?", (self.source,)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def _put(self, conn: sqlite3.Connection, read: FileRead) -> bool:
+    def _put(self, conn: sqlite3.Connection, read: FileRead, schemas: Mapping[str, str]) -> bool:
         """Write a read of a file the index has an entry for (False: the entry changed since the read began)."""
         pk, generation = conn.execute(
             "SELECT pk, generation FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(read.path))
@@ -441,7 +449,10 @@ class SourceIndex:
             row = None
         if update.cut is not None:
             conn.execute("UPDATE nodes SET at = NULL WHERE file = ? AND at > ?", (pk, update.cut))
-        conn.executemany(_INSERT_NODE, _node_values(pk, update))
+        if isinstance(update.nodes, NodeSpill):
+            _copy_nodes(conn, pk, update.nodes, schemas)
+        else:
+            conn.executemany(_INSERT_NODE, _node_values(pk, update.nodes))
         if facts is None:
             return True
         if row is None:
@@ -808,11 +819,46 @@ def _file_entry(row: tuple[int, bytes, int, int, int, int, int, int, bytes, byte
     return FileEntry(pk, os.fsdecode(path), seen, generation, skipped, oversized, bool(keyed))
 
 
-def _node_values(file: int, update: Update) -> Iterator[tuple[object, ...]]:
-    nodes = update.nodes
-    if isinstance(nodes, NodeSpill):
-        return ((file, *row) for row in nodes.rows())
+def _node_values(file: int, nodes: Iterable[Node]) -> Iterator[tuple[object, ...]]:
     return ((file, n.key, n.parent, int(n.says), n.at, n.msgs, n.blocks) for n in nodes)
+
+
+ATTACHED_SPILLS = 8
+"""Spills one transaction copies from: SQLite attaches at most 10 files to a connection unless built otherwise."""
+
+
+def _spill_groups(reads: list[FileRead]) -> Iterator[list[FileRead]]:
+    """`reads` in order, in groups holding at most `ATTACHED_SPILLS` reads that spilled their nodes."""
+    group: list[FileRead] = []
+    spills = 0
+    for read in reads:
+        if isinstance(read.update.nodes, NodeSpill):
+            if spills == ATTACHED_SPILLS:
+                yield group
+                group, spills = [], 0
+            spills += 1
+        group.append(read)
+    if group or not reads:
+        yield group
+
+
+@contextlib.contextmanager
+def _attached(conn: sqlite3.Connection, spills: list[NodeSpill]) -> Iterator[dict[str, str]]:
+    """Attach the spills to `conn` (outside a transaction, as SQLite requires): their schema names by path."""
+    schemas: dict[str, str] = {}
+    try:
+        for spill in spills:
+            schema = f"spill{len(schemas)}"
+            conn.execute(f"ATTACH DATABASE ? AS {schema}", (spill.path,))
+            schemas[spill.path] = schema
+        yield schemas
+    finally:
+        for schema in schemas.values():
+            conn.execute(f"DETACH DATABASE {schema}")
+
+
+def _copy_nodes(conn: sqlite3.Connection, file: int, spill: NodeSpill, schemas: Mapping[str, str]) -> None:
+    conn.execute(f"{_INSERT_NODE.partition(' VALUES')[0]} {select_rows(schemas[spill.path])}", (file,))
 
 
 def _session_values(session: int, file: int, facts: Facts) -> tuple[object, ...]:

@@ -4,8 +4,8 @@ Reading a transcript from its start, a projector needs every keyed record it has
 Code's uuids: what a later record may point at, and the chain walked back from the leaf), and the
 index keeps them afterwards. Held in memory that grows with the file. A `NodeSpill` is a temporary
 SQLite file in the index's folder where the projector writes them as it goes; it walks the chain
-there, marks each record's place on it, and hands the file to the index writer, which copies the
-rows into the index and removes it. Only the spill's path travels between processes.
+there, marks each record's place on it, and hands the file to the index writer, which attaches it,
+copies the rows into the index (`select_rows`) and removes it. Only the spill's path travels between processes.
 """
 
 from __future__ import annotations
@@ -123,17 +123,6 @@ class NodeSpill:
             self._conn.close()
             self._conn = None
 
-    def rows(self) -> Iterator[tuple[str, str | None, int, int | None, int, int]]:
-        """Every record as the index keeps it: key, parent, whether it holds a message, place, messages, blocks.
-
-        In key order, the index's own: its B-tree is then filled page after page.
-        """
-        conn = self._open()
-        yield from conn.execute(
-            "SELECT n.key, n.parent, n.says, p.at, coalesce(p.msgs, 0), coalesce(p.blocks, 0) "
-            "FROM n LEFT JOIN placed p ON p.idx = n.idx ORDER BY n.key"
-        )
-
     def discard(self) -> None:
         """Remove the file (it was copied, or the read was abandoned)."""
         if self._conn is not None:
@@ -141,6 +130,19 @@ class NodeSpill:
             self._conn = None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+def select_rows(schema: str) -> str:
+    """A query of every record of a spill attached as `schema`, as the index keeps it: a file's pk (the
+    query's one parameter), key, parent, whether it holds a message, place, messages and blocks.
+
+    In key order, the index's own: its B-tree is then filled page after page. Run by the index's own
+    connection, the rows go from one file to the other without a Python object each.
+    """
+    return (
+        f"SELECT ?, n.key, n.parent, n.says, p.at, coalesce(p.msgs, 0), coalesce(p.blocks, 0) "
+        f"FROM {schema}.n AS n LEFT JOIN {schema}.placed AS p ON p.idx = n.idx ORDER BY n.key"
+    )
 
 
 def sweep(directory: Path, alive: Callable[[int], bool]) -> None:
