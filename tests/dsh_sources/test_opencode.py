@@ -17,7 +17,13 @@ from dsh_host.sources import SourceMessage
 from dsh_sources.formats.opencode import OpenCodeFormat
 from dsh_sources.lines import ReadCancelled
 from tests.dsh_sources.conftest import tree_state
-from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter, listing, opencode_source
+from tests.dsh_sources.opencode_builders import (
+    DatabaseWriter,
+    StorageWriter,
+    listing,
+    opencode_source,
+    read_sessions,
+)
 
 pytestmark = pytest.mark.foreign_logs
 
@@ -284,7 +290,12 @@ def test_a_change_only_the_wal_shows_is_seen_and_only_changed_sessions_are_read_
     source.refresh()
     reads: list[set[str]] = []
     read = source.format.read
-    source.format.read = lambda *args: reads.append(set((found := read(*args)).sessions)) or found
+
+    def read_noting(path, marks, sink, cancel=None):  # which sessions each read hands over
+        reads.append(set())
+        return read(path, marks, lambda session: reads[-1].add(session.agent_id) or sink(session), cancel)
+
+    source.format.read = read_noting
     file_before = listing(base)["opencode.db"]
     db.user(busy, "second")
     assert listing(base)["opencode.db"] == file_before  # only the -wal changed
@@ -410,7 +421,7 @@ def test_a_cancelled_read_stops_between_sessions_and_writes_nothing(base, source
     cancel.set()
     for path in source.format.stores():
         with pytest.raises(ReadCancelled):
-            source.format.read(path, {}, cancel)
+            read_sessions(base, path, cancel=cancel)
     assert source._builder.run(cancel, lambda progress: None) and source.index.sessions() == []
     assert not source._builder.update(list(source.format.stores()), cancel) and source.index.sessions() == []
     assert len(source.list_sessions()) == 2
@@ -435,9 +446,9 @@ def test_a_cancelled_read_stops_between_the_messages_of_a_session(base, store):
     for number in range(5):
         writer.user(sid, f"prompt {number}")
     path = next(OpenCodeFormat(base).stores())
-    assert OpenCodeFormat(base).read(path, {}, CancelledAfter(7)).sessions[sid][0].messages == 5
+    assert read_sessions(base, path, cancel=CancelledAfter(7))[1][sid].facts.messages == 5
     with pytest.raises(ReadCancelled):
-        OpenCodeFormat(base).read(path, {}, CancelledAfter(4))  # the session's look, then the third message's
+        read_sessions(base, path, cancel=CancelledAfter(4))  # the session's look, then the third message's
 
 
 def test_an_unchanged_older_folder_is_checked_without_writing_the_index(base, source):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dsh_compact import COMPACT_CHECKPOINT_SOURCE
 from dsh_sources.formats.opencode import OpenCodeFormat
-from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter
+from tests.dsh_sources.opencode_builders import DatabaseWriter, StorageWriter, read_sessions
 
 HIDDEN = "hiddenword"
 """In every text that must never show: synthetic and ignored notes, reasoning, tool output."""
@@ -77,10 +77,10 @@ def test_a_database_and_the_older_folder_read_the_same_and_hide_what_they_must(s
         db.close()
         storage = StorageWriter(base / "storage")
         write(storage, script)
-        fmt = OpenCodeFormat(base)
-        reads = [fmt.read(path, {}) for path in fmt.stores()]
-        assert [read.problem for read in reads] == [None, None] and [read.skipped for read in reads] == [{}, {}]
-        conversations = [read.sessions[sid][1] for read in reads]
+        reads = [read_sessions(base, path) for path in OpenCodeFormat(base).stores()]
+        assert [read.problem for read, _ in reads] == [None, None] and [read.skipped for read, _ in reads] == [0, 0]
+        assert [sessions[sid].skipped for _, sessions in reads] == [0, 0]
+        conversations = [sessions[sid].messages for _, sessions in reads]
         assert conversations[0] == conversations[1]
         texts = [" ".join(said.message.texts) for said in conversations[0]]
         assert texts == shown and not any(HIDDEN in text for text in texts)
@@ -110,7 +110,7 @@ def test_rows_that_are_no_json_object_are_counted_never_raised(bad_messages, bad
                 (f"prt_bad{number}", prompt, sid, data),
             )
         db.close()
-        read = OpenCodeFormat(Path(tmp)).read(str(Path(tmp) / "opencode.db"), {})
+        read, sessions = read_sessions(Path(tmp), str(Path(tmp) / "opencode.db"))
         assert read.problem is None
-        assert read.skipped.get(sid, 0) == len(bad_messages) + len(bad_parts)
-        assert [said.message.texts for said in read.sessions[sid][1]] == [("kept",)]
+        assert sessions[sid].skipped == len(bad_messages) + len(bad_parts)
+        assert [said.message.texts for said in sessions[sid].messages] == [("kept",)]

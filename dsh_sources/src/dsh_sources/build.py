@@ -20,18 +20,18 @@ import stat
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from dsh_host.files import private_file
 from dsh_host.sources import IndexProgress
-from dsh_sources.index import FileEntry, FileRead, SourceIndex
+from dsh_sources.index import FileEntry, FileRead, SourceIndex, message_rows
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import commit, read_file, unchanged
-from dsh_sources.transcript import TranscriptFormat
-from dsh_sources.workers import Workers, worker_count
+from dsh_sources.transcript import StoreFormat, StoreRead, TranscriptFormat
+from dsh_sources.workers import SessionRows, Workers, worker_count
 
 POOL_BYTES = 32 * 1024 * 1024
 """Files read from their start are parsed in worker processes when they hold more than this in all."""
@@ -169,7 +169,7 @@ class Builder(IndexBuild[TranscriptFormat]):
         self._tell(report)
         grown = [task for task in tasks if task.grows]
         fresh = sorted((task for task in tasks if not task.grows), key=lambda task: -task.cost)
-        batch = _Batch(self, report)
+        batch = Batches[FileRead](self.name, lambda reads, cost: self._commit(reads, cost, report))
         try:
             stopped = self._read(grown, fresh, batch, cancel)
         except BaseException:
@@ -184,7 +184,17 @@ class Builder(IndexBuild[TranscriptFormat]):
         self.progress = replace(self.progress, building=False, complete=not stopped)
         self._tell(report)
 
-    def _read(self, grown: list[_Task], fresh: list[_Task], batch: _Batch, cancel: threading.Event) -> bool:
+    def _commit(self, reads: list[FileRead], cost: int, report: Callable[[IndexProgress], None]) -> None:
+        """Write a batch of reads (in the writer's thread) and say how far the build is."""
+        commit(self.format, self.index, reads, None)
+        self.progress = replace(
+            self.progress,
+            files_done=self.progress.files_done + len(reads),
+            bytes_done=min(self.progress.bytes_total, self.progress.bytes_done + cost),
+        )
+        self._tell(report)
+
+    def _read(self, grown: list[_Task], fresh: list[_Task], batch: Batches[FileRead], cancel: threading.Event) -> bool:
         """Read the files that changed into `batch`; True when `cancel` stopped it first."""
         for task in grown:
             if cancel.is_set():
@@ -285,45 +295,79 @@ def end_idle_workers() -> None:
     _IDLE.end()
 
 
+def read_store(
+    fmt: StoreFormat, path: str, marks: Mapping[str, str], add: SessionRows, cancel: threading.Event, size: int
+) -> StoreRead | None:
+    """Read a store of `size` bytes, handing each session read again to `add` with its rows as they come.
+
+    A store of `POOL_BYTES` or more is read by the worker processes when there are two cores, each
+    its share of the sessions, while the builder's process writes what they hand over. Their reads
+    agree unless the store changed between the moments they began: then None, and the read ends as
+    an interrupted one does (what was handed over is written; the next check reads the rest). A
+    smaller store, or one whose worker died, is read in this process. `lines.ReadCancelled` when
+    `cancel` is set.
+    """
+    count = worker_count()
+    if size >= POOL_BYTES and count >= 2:
+        workers = _IDLE.take(count)
+        try:
+            reads = workers.read_store(fmt, path, marks, add, cancel)
+            first = reads[0]
+            return next(
+                (read for read in reads if read.problem is not None),
+                first if reads.count(first) == len(reads) else None,
+            )
+        except EOFError:
+            pass  # a worker died: read it here (what was handed over is written, and read again)
+        finally:
+            if workers.idle() and not cancel.is_set():
+                _IDLE.keep(workers)
+            else:
+                workers.close()
+    return fmt.read(path, marks, lambda session: add(session, message_rows(session.messages)), cancel)
+
+
 WAITING = 1
 """Batches that may wait for the writer while it writes another. More let the files go on out to the
 workers through a long write (a large file's keys), but each waiting batch is held in memory: with
 two, the 2 GB bench's peak over the process tree rose by about 10 MB, near its 150 MB limit."""
+T = TypeVar("T")
 
 
-class _Batch:
-    """Reads waiting to be committed together, written by a thread of their own.
+class Batches(Generic[T]):
+    """What a build read, written in batches by a thread of their own (`write(items, cost)` there).
 
-    The thread that gathers reads hands each full batch to the writer and goes on handing files
-    to the workers, so they keep parsing while a batch (a large file's keys, the full-text index)
-    is written. At most `WAITING` batches wait while another is written, which bounds what is held.
+    The thread that gathers hands each full batch (`BATCH_FILES` items, `max_cost` of cost or
+    `BATCH_SECONDS` old) to the writer and goes on, so the workers keep parsing while a batch (a
+    large file's keys, the full-text index) is written. At most `WAITING` batches wait while another
+    is written, which bounds what is held.
     """
 
-    def __init__(self, builder: Builder, report: Callable[[IndexProgress], None]) -> None:
-        self._builder = builder
-        self._report = report
-        self._reads: list[FileRead] = []
+    def __init__(self, name: str, write: Callable[[list[T], int], None], max_cost: int = BATCH_BYTES) -> None:
+        self._write_batch = write
+        self._max_cost = max_cost
+        self._items: list[T] = []
         self._cost = 0
         self._started = time.monotonic()
-        self._full: queue.Queue[tuple[list[FileRead], int] | None] = queue.Queue(maxsize=WAITING)
+        self._full: queue.Queue[tuple[list[T], int] | None] = queue.Queue(maxsize=WAITING)
         self._failure: Exception | None = None
-        self._writer = threading.Thread(target=self._write, name=f"dsh-index-{builder.name}", daemon=True)
+        self._writer = threading.Thread(target=self._write, name=f"dsh-index-{name}", daemon=True)
         self._writer.start()
 
-    def add(self, read: FileRead, cost: int) -> None:
-        self._reads.append(read)
+    def add(self, item: T, cost: int) -> None:
+        self._items.append(item)
         self._cost += cost
         if (
-            len(self._reads) >= BATCH_FILES
-            or self._cost >= BATCH_BYTES
+            len(self._items) >= BATCH_FILES
+            or self._cost >= self._max_cost
             or time.monotonic() - self._started >= BATCH_SECONDS
         ):
             self._hand_over()
 
     def _hand_over(self) -> None:
-        if self._reads:
-            self._full.put((self._reads, self._cost))
-        self._reads, self._cost = [], 0
+        if self._items:
+            self._full.put((self._items, self._cost))
+        self._items, self._cost = [], 0
         self._started = time.monotonic()
 
     def finish(self) -> None:
@@ -336,20 +380,10 @@ class _Batch:
             raise self._failure
 
     def _write(self) -> None:
-        builder = self._builder
         while (batch := self._full.get()) is not None:
             if self._failure is not None:
                 continue  # taken, not written: the gatherer never waits on a writer that failed
-            reads, cost = batch
             try:
-                commit(builder.format, builder.index, reads, None)
+                self._write_batch(*batch)
             except Exception as failure:  # noqa: BLE001 - raised again in the gathering thread by `finish`
                 self._failure = failure
-                continue
-            progress = builder.progress
-            builder.progress = replace(
-                progress,
-                files_done=progress.files_done + len(reads),
-                bytes_done=min(progress.bytes_total, progress.bytes_done + cost),
-            )
-            builder._tell(self._report)

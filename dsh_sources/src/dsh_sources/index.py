@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
 from dsh_host.sources import IndexProgress, SourceMessage
 from dsh_host.text import has_surrogate
 from dsh_sources.spill import NodeSpill, select_rows, sweep
-from dsh_sources.transcript import Facts, Node, Said, StoreRead, Update
+from dsh_sources.transcript import Facts, Node, Said, SessionRead, StoreRead, Update
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
@@ -480,64 +480,87 @@ class SourceIndex:
         entry = self.file(path)
         return None if entry is None else self.state(entry.pk)
 
-    def put_store(self, read: StoreRead) -> None:
-        """Write a read of a store: its sessions read again replace theirs, those no longer in it go.
+    def put_store_sessions(self, path: str, sessions: Sequence[tuple[SessionRead, Sequence[MessageRow]]]) -> None:
+        """Write sessions a read of the store `path` handed over (each with its messages as `message_rows`).
 
-        The store is one row of `files` (its `state` holds the read's signature, marks, skipped
-        counts and problem) and each of its sessions a row of `sessions` keyed by (file, agent
-        id). A read with a problem changes only the recorded problem (and forgets the signature,
-        so the next check reads it again): its sessions stay as they were.
+        The store is one row of `files` (its `state` holds the last read's signature, marks, skipped
+        counts and problem) and each of its sessions a row of `sessions` keyed by (file, agent id).
+        Each session written replaces the one of its agent id, and the store's recorded mark and
+        skipped count of it become its own; the store's signature is forgotten until `put_store`
+        ends the read. So a read interrupted after this is taken up where it stopped: these
+        sessions are not read again, the others are.
         """
         conn = self._connection()
         with self._transaction(conn):
-            row = conn.execute(
-                "SELECT pk, state FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(read.path))
-            ).fetchone()
-            before: Json = json.loads(row[1]) if row is not None and row[1] else {}
-            problem = read.problem
-            skipped = {  # a session not read again keeps its count; the store's own ("") is counted anew
-                held: count
-                for held, count in (before.get("skipped") or {}).items()
-                if held and held in read.marks and held not in read.sessions
-            }
-            state: Json = {
-                "signature": None if problem else read.signature,
-                "marks": before.get("marks", {}) if problem else read.marks,
-                "skipped": before.get("skipped", {}) if problem else {**skipped, **read.skipped},
-                "problem": problem,
-            }
-            dev, ino, size, mtime_ns = (*(read.signature or ())[:4], 0, 0, 0, 0)[:4]
-            values = (dev, ino, size, mtime_ns, json.dumps(state, separators=(",", ":")))
-            if row is None:
-                file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
-                conn.execute(
-                    "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, "
-                    "state, keyed) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, x'', x'', ?, 0)",
-                    (file, self.source, os.fsencode(read.path), *values),
-                )
-            else:
-                file = row[0]
-                conn.execute(
-                    "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, state = ?, "
-                    "generation = generation + 1 WHERE pk = ?",
-                    (*values, file),
-                )
-            if problem is None:
-                held = dict(conn.execute("SELECT agent_id, pk FROM sessions WHERE file = ?", (file,)).fetchall())
-                for agent_id, session in held.items():
-                    if agent_id not in read.marks or agent_id in read.sessions:
-                        self._forget_session(conn, session)
-                self._put_store_sessions(conn, file, read)
+            file, state = self._store_entry(conn, path)
+            marks: dict[str, str] = state.setdefault("marks", {})
+            skipped: dict[str, int] = state.setdefault("skipped", {})
+            next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
+            for session, (read, rows) in enumerate(sessions, next_session):
+                held = conn.execute(
+                    "SELECT pk FROM sessions WHERE file = ? AND agent_id = ?", (file, read.agent_id)
+                ).fetchone()
+                if held is not None:
+                    self._forget_session(conn, held[0])
+                conn.execute(_INSERT_SESSION, _session_values(session, file, read.facts))
+                first = session << ORD_BITS
+                kept = rows[: 1 << ORD_BITS]
+                conn.executemany(_INSERT_MESSAGE, [(first + row[0], *row[1:8]) for row in kept])
+                conn.executemany(_INSERT_TEXT, [(first + row[0], row[8]) for row in kept])
+                marks[read.agent_id] = read.mark
+                if read.skipped:
+                    skipped[read.agent_id] = read.skipped
+                else:
+                    skipped.pop(read.agent_id, None)
+            state["signature"] = None
+            conn.execute("UPDATE files SET state = ? WHERE pk = ?", (_state_json(state), file))
             conn.execute(_STAMP, (self.source,))
 
-    def _put_store_sessions(self, conn: sqlite3.Connection, file: int, read: StoreRead) -> None:
-        next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
-        for session, (facts, messages) in enumerate(read.sessions.values(), next_session):
-            conn.execute(_INSERT_SESSION, _session_values(session, file, facts))
-            first = session << ORD_BITS
-            rows = message_rows(messages)[: 1 << ORD_BITS]
-            conn.executemany(_INSERT_MESSAGE, [(first + row[0], *row[1:8]) for row in rows])
-            conn.executemany(_INSERT_TEXT, [(first + row[0], row[8]) for row in rows])
+    def put_store(self, read: StoreRead) -> None:
+        """End a read of a store (its sessions read again were written by `put_store_sessions`).
+
+        Records the read's signature, marks and skipped count, and drops the sessions no longer in
+        its marks. A read with a problem changes only the recorded problem (and forgets the
+        signature, so the next check reads it again): the sessions it handed over before it met
+        the problem are written, every other one stays as it was.
+        """
+        conn = self._connection()
+        with self._transaction(conn):
+            file, before = self._store_entry(conn, read.path)
+            if read.problem is not None:
+                state: Json = {**before, "signature": None, "problem": read.problem}
+            else:
+                held_skipped = before.get("skipped") or {}
+                skipped = {held: count for held, count in held_skipped.items() if held and held in read.marks}
+                if read.skipped:
+                    skipped[""] = read.skipped
+                state = {"signature": read.signature, "marks": read.marks, "skipped": skipped, "problem": None}
+                held = conn.execute("SELECT agent_id, pk FROM sessions WHERE file = ?", (file,)).fetchall()
+                for agent_id, session in held:
+                    if agent_id not in read.marks:
+                        self._forget_session(conn, session)
+            dev, ino, size, mtime_ns = (*(state["signature"] or ())[:4], 0, 0, 0, 0)[:4]
+            conn.execute(
+                "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, state = ?, "
+                "generation = generation + 1 WHERE pk = ?",
+                (dev, ino, size, mtime_ns, _state_json(state), file),
+            )
+            conn.execute(_STAMP, (self.source,))
+
+    def _store_entry(self, conn: sqlite3.Connection, path: str) -> tuple[int, dict[str, Any]]:
+        """The store's row of `files` (made, with an empty state, when it has none) and its state."""
+        row = conn.execute(
+            "SELECT pk, state FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(path))
+        ).fetchone()
+        if row is not None:
+            return row[0], json.loads(row[1]) if row[1] else {}
+        file = (conn.execute("SELECT max(pk) FROM files").fetchone()[0] or 0) + 1
+        conn.execute(
+            "INSERT INTO files (pk, source, path, dev, ino, size, mtime_ns, offset, head_len, head, tail, "
+            "state, keyed) VALUES (?, ?, ?, 0, 0, 0, 0, 0, 0, x'', x'', '{}', 0)",
+            (file, self.source, os.fsencode(path)),
+        )
+        return file, {}
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the entries of files that are gone."""

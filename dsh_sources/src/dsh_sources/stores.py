@@ -12,20 +12,26 @@ cannot be read (locked, corrupt) keeps what the index holds of it and is reporte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dsh_host.sources import IndexProgress
-from dsh_sources.build import IndexBuild, end_idle_workers
+from dsh_sources.build import Batches, IndexBuild, read_store
+from dsh_sources.index import MessageRow
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.transcript import StoreFormat, StoreRead
+from dsh_sources.transcript import SessionRead, StoreFormat, StoreRead
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
+
+
+STORE_BATCH_BYTES = 4 * 1024 * 1024
+"""Bytes of message text a batch of a store's sessions holds at most while it waits to be written."""
 
 
 class StoreUpdates(IndexBuild[StoreFormat]):
@@ -41,14 +47,12 @@ class StoreUpdates(IndexBuild[StoreFormat]):
             self.index.forget(gone)
         states = {path: self.index.store_state(path) for path in listed}
         stale = [path for path in listed if self._stale(path, states[path])]
-        if stale:
-            end_idle_workers()  # a store is read in this process: workers kept for file builds would only sit on memory
         sizes = [_size(path) for path in stale]
         self.progress = IndexProgress(0, len(stale), 0, sum(sizes), True, False)
         self._tell(report)
         for path, size in zip(stale, sizes, strict=True):
             try:
-                self._read(path, states[path], cancel)
+                self._read(path, states[path], cancel, size)
             except ReadCancelled:
                 break
             done = self.progress
@@ -62,13 +66,35 @@ class StoreUpdates(IndexBuild[StoreFormat]):
         signature = self.format.signature(path)
         return state is None or signature is None or state.get("signature") != list(signature)
 
-    def _read(self, path: str, state: Json | None, cancel: threading.Event) -> None:
-        """Read the store (`state`: its last read) and write what changed (`lines.ReadCancelled` on `cancel`)."""
+    def _read(self, path: str, state: Json | None, cancel: threading.Event, size: int | None = None) -> None:
+        """Read the store (`state`: its last read) and write what changed (`lines.ReadCancelled` on `cancel`).
+
+        The sessions read again are written in batches as they come, by a thread of their own, so
+        a read interrupted midway keeps them and the next goes on with the others.
+        """
         if cancel.is_set():
             raise ReadCancelled
         marks = (state or {}).get("marks") or {}
-        read = self.format.read(path, marks, cancel)
-        if state is not None and _same(read, state):
+        written = 0
+
+        def add(session: SessionRead, rows: Sequence[MessageRow]) -> None:
+            nonlocal written
+            written += 1
+            batch.add((session, rows), sum(len(row[7]) for row in rows))
+
+        batch = Batches[tuple[SessionRead, Sequence[MessageRow]]](
+            self.name, lambda sessions, _: self.index.put_store_sessions(path, sessions), STORE_BATCH_BYTES
+        )
+        try:
+            read = read_store(self.format, path, marks, add, cancel, _size(path) if size is None else size)
+        except BaseException:
+            with contextlib.suppress(Exception):  # what stopped the read is what it raises
+                batch.finish()
+            raise
+        batch.finish()
+        if read is None:
+            return  # readers that saw different stores: what they read stands, the next check reads on
+        if not written and state is not None and _same(read, state):
             return  # nothing moved (the older JSON folder, which has no signature, is read at every check)
         self.index.put_store(read)
 
@@ -126,13 +152,12 @@ def _size(path: str) -> int:
 
 
 def _same(read: StoreRead, state: Json) -> bool:
-    """Whether writing `read` would change nothing of what the index holds of its store."""
+    """Whether ending `read`, which read no session again, would change nothing the index holds of its store."""
     skipped = state.get("skipped") or {}
     return (
         read.problem is None
         and state.get("problem") is None
-        and not read.sessions
         and read.marks == state.get("marks")
-        and read.skipped.get("", 0) == skipped.get("", 0)
+        and read.skipped == skipped.get("", 0)
         and (None if read.signature is None else list(read.signature)) == state.get("signature")
     )

@@ -13,7 +13,7 @@ from its start, so the result is always what a read of the whole file gives.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Protocol
@@ -170,23 +170,57 @@ class TranscriptFormat(AgentFormat, Protocol):
 
 
 @dataclass(frozen=True)
+class SessionRead:
+    """A session of a store read again: its agent id, its mark (see `StoreRead`), its facts, its current
+    messages, and how many of its records were left out (rows that are no JSON object)."""
+
+    agent_id: str
+    mark: str
+    facts: Facts
+    messages: tuple[Said, ...]
+    skipped: int = 0
+
+
+SessionSink = Callable[[SessionRead], None]
+"""Where a store's read hands each session it read again, as it reads them (the index writes them as they come)."""
+
+WHOLE = (0, 1)
+"""The share of a store's read that is all of it (see `StoreFormat.read`)."""
+
+
+def deal(weights: Sequence[tuple[str, int]], share: tuple[int, int]) -> set[str]:
+    """The keys that fall to `share` (k of n): the heaviest first, each to the share holding the least so
+    far (a tie to the lowest), so that n readers seeing the same weights split them evenly, each once."""
+    k, n = share
+    if n == 1:
+        return {key for key, _ in weights}
+    loads = [0] * n
+    mine: set[str] = set()
+    for key, weight in sorted(weights, key=lambda item: (-item[1], item[0])):
+        lightest = loads.index(min(loads))
+        loads[lightest] += max(1, weight)
+        if lightest == k:
+            mine.add(key)
+    return mine
+
+
+@dataclass(frozen=True)
 class StoreRead:
     """What reading a store (one file or folder holding many sessions, such as a database) found.
 
     `signature` is how the store looked when read (None: it has none that is cheap to take, and
     every check reads its marks). `marks` holds a mark of every session it holds now, by agent
-    id: a session whose mark did not move since the last read was not read again. `sessions`
-    holds each session read again (its facts and current messages); a session of the last read
-    that is not in `marks` is gone. `skipped` counts the records left out of the sessions read
-    again, by agent id (`""`: records of no session, counted at every read). `problem`, when set,
-    says why the store could not be read at all: what the index holds of it stays as it was.
+    id: a session whose mark did not move since the last read was not read again (those that
+    were went to the read's `SessionSink`); a session of the last read that is not in `marks` is
+    gone. `skipped` counts the records that belong to no session (a session row that is no
+    session), counted at every read. `problem`, when set, says why the store could not be read: the
+    sessions it handed over before it met the problem are written, every other one stays as it was.
     """
 
     path: str
     signature: tuple[int, ...] | None
     marks: dict[str, str]
-    sessions: dict[str, tuple[Facts, tuple[Said, ...]]]
-    skipped: dict[str, int]
+    skipped: int = 0
     problem: str | None = None
 
 
@@ -201,11 +235,23 @@ class StoreFormat(AgentFormat, Protocol):
         """How the store looks now, cheaply (sizes, times): an unchanged signature needs no read; None: always read."""
         ...
 
-    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
-        """Read the store: every session's mark, and the sessions whose mark is not the one in `marks`.
+    def read(
+        self,
+        path: str,
+        marks: Mapping[str, str],
+        sink: SessionSink,
+        cancel: threading.Event | None = None,
+        share: tuple[int, int] = WHOLE,
+    ) -> StoreRead:
+        """Read the store: every session's mark, and each session whose mark is not the one in `marks`,
+        handed to `sink` as soon as it is read (a store's sessions are never all held at once).
 
+        With `share` (k, n), only the sessions `deal` gives the k-th of n shares are read again (by
+        their size), so n processes may read one store together; each returns every mark, and reads
+        that return the same marks saw the same sessions to read and read each once between them.
+        A read that starts over (a database that changed under it) hands its sessions over again.
         Never raises for what is in the store: a store that cannot be read is a `StoreRead` with a
-        `problem`. `cancel`, checked between sessions, stops the read with `lines.ReadCancelled`.
+        `problem`. `cancel`, checked between messages, stops the read with `lines.ReadCancelled`.
         """
         ...
 

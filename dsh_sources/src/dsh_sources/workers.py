@@ -1,8 +1,9 @@
-"""Worker processes that read files from their start while the builder writes the index.
+"""Worker processes that read files from their start, and stores, while the builder writes the index.
 
 Parsing JSON holds the GIL, so a build that reads gigabytes uses other processes for it. They are
 plain `python -c` children with the builder's `sys.path`, fed tasks over a pipe (length-prefixed
-pickles: a format and a path in, a read as plain values or the path back). Nothing of the host's
+pickles: a format and a file in, its read as plain values or the path back; or a format and a
+store in, its sessions as they are read and then the store's read back). Nothing of the host's
 `__main__` is imported again, so a host script needs no main guard, and a cancelled build kills
 them at once. A worker that dies loses only the files it held (skipped this time).
 """
@@ -19,15 +20,16 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
-from dsh_sources.index import FileRead, Observed, message_rows
+from dsh_sources.index import FileRead, MessageRow, Observed, message_rows
+from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import read_file
-from dsh_sources.transcript import Facts, TranscriptFormat, Update
+from dsh_sources.transcript import Facts, SessionRead, StoreFormat, StoreRead, TranscriptFormat, Update
 
 _FRAME = struct.Struct("<Q")
 IN_FLIGHT = 2
@@ -64,6 +66,8 @@ def _receive(pipe: IO[bytes]) -> object:
     return pickle.loads(_read_exactly(pipe, size))
 
 
+SessionRows = Callable[[SessionRead, Sequence[MessageRow]], None]
+"""Where a store's read run by a builder hands each session read again, with its messages as the index's rows."""
 _OBSERVED = attrgetter(*(field.name for field in fields(Observed)))
 _FACTS = attrgetter(*(field.name for field in fields(Facts)))
 
@@ -100,7 +104,13 @@ def _restored(values: tuple[Any, ...]) -> FileRead:
 
 
 def serve() -> None:
-    """A worker's loop: read tasks from stdin until it closes, answer each on stdout."""
+    """A worker's loop: read tasks from stdin until it closes, answer each on stdout.
+
+    A file task (`"file"`, format, path, spill folder) has one answer: the read's values, or the path
+    when it cannot be read. A store task (`"store"`, format, path, (marks, share)) has one `"session"`
+    frame per session of its share read again, as they are read, then the `"read"` frame with the
+    `StoreRead`.
+    """
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     while True:
@@ -109,12 +119,23 @@ def serve() -> None:
         except EOFError:
             return
         assert isinstance(task, tuple)
-        fmt, path, spill_dir = task
+        kind, fmt, path, more = task
+        if kind == "store":
+            marks, share = more
+            hand = lambda session: _send(stdout, ("session", *_session_values(session)))  # noqa: E731
+            _send(stdout, ("read", fmt.read(path, marks, hand, None, share)))
+            continue
         try:
-            answer: tuple[object, ...] | str = _portable(read_file(fmt, path, None, None, spill_dir=spill_dir))
+            answer: tuple[object, ...] | str = _portable(read_file(fmt, path, None, None, spill_dir=more))
         except OSError:
             answer = path
         _send(stdout, answer)
+
+
+def _session_values(session: SessionRead) -> tuple[object, ...]:
+    """A store's session as plain values, its messages made into the index's rows here."""
+    facts = _FACTS(session.facts)
+    return session.agent_id, session.mark, facts, message_rows(session.messages), session.skipped
 
 
 class Workers:
@@ -160,7 +181,7 @@ class Workers:
                 and not cancel.is_set()
             ):
                 path, size = pending.pop()
-                _send(process.stdin, (fmt, path, spill_dir))
+                _send(process.stdin, ("file", fmt, path, spill_dir))
                 sizes.append(size)
 
         try:
@@ -190,6 +211,38 @@ class Workers:
                         yield answer  # the path it could not read
         finally:
             selector.close()
+
+    def read_store(
+        self, fmt: StoreFormat, path: str, marks: Mapping[str, str], add: SessionRows, cancel: threading.Event
+    ) -> list[StoreRead]:
+        """Read a store with every worker, each its share (`StoreFormat.read`); each one's read.
+
+        Each session read again goes to `add` (with its rows) as it comes. `lines.ReadCancelled`
+        when `cancel` is set (the workers are left busy: close them); EOFError when a worker dies.
+        """
+        reads: dict[subprocess.Popen[bytes], StoreRead] = {}
+        with selectors.DefaultSelector() as selector:
+            for number, process in enumerate(self._processes):
+                assert process.stdin is not None and process.stdout is not None
+                _send(process.stdin, ("store", fmt, path, (dict(marks), (number, self.count))))
+                self._held[process] = [0]
+                selector.register(process.stdout, selectors.EVENT_READ, process)
+            while len(reads) < self.count:
+                for key, _ in selector.select(timeout=0.2):
+                    process = key.data
+                    frame = _receive(process.stdout)
+                    assert isinstance(frame, tuple)
+                    if frame[0] == "read":
+                        assert isinstance(frame[1], StoreRead)
+                        reads[process] = frame[1]
+                        self._held[process] = []
+                        selector.unregister(process.stdout)
+                        continue
+                    _, agent_id, mark, facts, rows, skipped = frame
+                    add(SessionRead(agent_id, mark, Facts(*facts), (), skipped), rows)
+                if cancel.is_set():
+                    raise ReadCancelled
+        return [reads[process] for process in self._processes]
 
     def close(self) -> None:
         """End every worker at once."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dsh_sources.formats.opencode_db import read_database, signature
 from dsh_sources.formats.opencode_storage import read_storage
 from dsh_sources.opencode import NAME
-from dsh_sources.transcript import StoreRead
+from dsh_sources.transcript import WHOLE, SessionSink, StoreRead
 
 if TYPE_CHECKING:
     import threading
@@ -59,10 +59,17 @@ class OpenCodeFormat:
     def signature(self, path: str) -> tuple[int, ...] | None:
         return signature(path) if path.endswith(".db") else None
 
-    def read(self, path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
+    def read(
+        self,
+        path: str,
+        marks: Mapping[str, str],
+        sink: SessionSink,
+        cancel: threading.Event | None = None,
+        share: tuple[int, int] = WHOLE,
+    ) -> StoreRead:
         if path.endswith(".db"):
-            return read_database(path, marks, cancel)
-        return read_storage(path, marks, cancel)
+            return read_database(path, marks, sink, cancel, share)
+        return read_storage(path, marks, sink, cancel, share)
 
     def rank(self, path: str) -> int:
         """A database serves a session before the older JSON folder does."""

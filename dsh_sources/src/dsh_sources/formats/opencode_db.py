@@ -43,7 +43,7 @@ from urllib.parse import quote
 
 from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, project
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.transcript import Facts, Said, StoreRead
+from dsh_sources.transcript import WHOLE, SessionRead, SessionSink, StoreRead, deal
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import JsonValue
@@ -147,18 +147,25 @@ def _connect(uri: str) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def read_database(path: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
-    """Every root session's mark, and the sessions whose mark is not the one in `marks` read again."""
+def read_database(
+    path: str,
+    marks: Mapping[str, str],
+    sink: SessionSink,
+    cancel: threading.Event | None = None,
+    share: tuple[int, int] = WHOLE,
+) -> StoreRead:
+    """Every root session's mark, and each session whose mark is not the one in `marks` (of those `share`
+    deals this read, weighed by their rows) read again into `sink`."""
     read: StoreRead | None = None
     for _ in range(ATTEMPTS):
         before = signature(path)
         try:
             with open_read_only(path) as (conn, opened):
-                read = _read(conn, path, before, marks, cancel, whole=opened != ROLLBACK)
+                read = _read(conn, path, before, marks, sink, cancel, share, whole=opened != ROLLBACK)
         except Unreadable as error:
-            return StoreRead(path, before, {}, {}, {}, str(error))
+            return StoreRead(path, before, {}, problem=str(error))
         except sqlite3.Error as error:
-            return StoreRead(path, before, {}, {}, {}, str(error) or type(error).__name__)
+            return StoreRead(path, before, {}, problem=str(error) or type(error).__name__)
         if opened != IMMUTABLE or signature(path) == before:
             break  # an immutable read of a file that changed meanwhile may be torn: read it again
     assert read is not None
@@ -174,7 +181,9 @@ def _read(
     path: str,
     seen: tuple[int, ...] | None,
     marks: Mapping[str, str],
+    sink: SessionSink,
     cancel: threading.Event | None,
+    share: tuple[int, int],
     *,
     whole: bool,
 ) -> StoreRead:
@@ -184,7 +193,7 @@ def _read(
     try:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"session", "message", "part"} <= tables:
-            return StoreRead(path, seen, {}, {}, {})  # OpenCode has not made its tables yet: no session
+            return StoreRead(path, seen, {})  # OpenCode has not made its tables yet: no session
         have = _columns(conn, "session")
         columns = ", ".join(name if name in have else f"NULL AS {name}" for name in _SESSION_COLUMNS)
         counts = {
@@ -199,28 +208,33 @@ def _read(
                 "SELECT session_id, count(*), max(rowid) FROM part GROUP BY session_id"
             )
         }
-        skipped: dict[str, int] = {}
+        skipped = 0
         now: dict[str, str] = {}
-        changed: dict[str, tuple[Facts, tuple[Said, ...]]] = {}
+        moved: list[SessionInfo] = []
         for row in conn.execute(f"SELECT {columns} FROM session").fetchall():
             session = _session(row)
             if session is None:
-                skipped[""] = skipped.get("", 0) + 1
+                skipped += 1
                 continue
             if session.parent is not None:
                 continue  # a subagent's task, shown in its parent's conversation, not listed
             now[session.id] = mark(row, counts.get(session.id), parts.get(session.id))
             if marks.get(session.id) != now[session.id]:
-                if cancel is not None and cancel.is_set():
-                    raise ReadCancelled
-                messages = _Messages(conn, session.id, cancel)
-                changed[session.id] = project(session, messages)
-                if messages.bad:
-                    skipped[session.id] = messages.bad
+                moved.append(session)
+        weights = [(s.id, (counts.get(s.id) or (0,))[0] + (parts.get(s.id) or (0,))[0]) for s in moved]
+        mine = deal(weights, share)
+        for session in moved:
+            if session.id not in mine:
+                continue
+            if cancel is not None and cancel.is_set():
+                raise ReadCancelled
+            messages = _Messages(conn, session.id, cancel)
+            facts, said = project(session, messages)
+            sink(SessionRead(session.id, now[session.id], facts, said, messages.bad))
     finally:
         if whole:
             conn.execute("COMMIT")
-    return StoreRead(path, seen, now, changed, skipped)
+    return StoreRead(path, seen, now, skipped)
 
 
 def _session(row: tuple[object, ...]) -> SessionInfo | None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from dsh_sources.folders import names
 from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, created_ms, mark, project
 from dsh_sources.lines import ReadCancelled
-from dsh_sources.transcript import Facts, Said, StoreRead
+from dsh_sources.transcript import WHOLE, SessionRead, SessionSink, StoreRead, deal
 
 if TYPE_CHECKING:
     from dsh_host.hookspecs import JsonValue
@@ -50,11 +50,18 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return info.st_size, info.st_mtime_ns
 
 
-def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event | None = None) -> StoreRead:
-    """Every root session's mark, and the sessions whose mark is not the one in `marks` read again."""
-    skipped: dict[str, int] = {}
+def read_storage(
+    storage: str,
+    marks: Mapping[str, str],
+    sink: SessionSink,
+    cancel: threading.Event | None = None,
+    share: tuple[int, int] = WHOLE,
+) -> StoreRead:
+    """Every root session's mark, and each session whose mark is not the one in `marks` (of those `share`
+    deals this read, weighed by their messages) read again into `sink`."""
+    skipped = 0
     now: dict[str, str] = {}
-    changed: dict[str, tuple[Facts, tuple[Said, ...]]] = {}
+    moved: list[tuple[SessionInfo, str, int]] = []
     sessions = os.path.join(storage, "session")
     for project_id in names(sessions):
         folder = os.path.join(sessions, project_id)
@@ -72,22 +79,24 @@ def read_storage(storage: str, marks: Mapping[str, str], cancel: threading.Event
             if marks.get(sid) == stamp:
                 now[sid] = stamp
                 continue
-            if cancel is not None and cancel.is_set():
-                raise ReadCancelled
             try:
                 info = _load(path)
             except _Bad:
-                skipped[""] = skipped.get("", 0) + 1
+                skipped += 1
                 continue
             session = _session(sid, info)
             now[sid] = stamp
-            if session.parent is not None:
-                continue  # a subagent's task, shown in its parent's conversation, not listed
-            read = _Messages(storage, sid, cancel)
-            changed[sid] = project(session, read)
-            if read.bad:
-                skipped[sid] = read.bad
-    return StoreRead(storage, None, now, changed, skipped)
+            if session.parent is None:  # a subagent's task is shown in its parent's conversation, not listed
+                moved.append((session, stamp, len(stamps)))
+    mine = deal([(session.id, weight) for session, _, weight in moved], share)
+    for session, stamp, _ in moved:
+        if session.id in mine:
+            if cancel is not None and cancel.is_set():
+                raise ReadCancelled
+            read = _Messages(storage, session.id, cancel)
+            facts, said = project(session, read)
+            sink(SessionRead(session.id, stamp, facts, said, read.bad))
+    return StoreRead(storage, None, now, skipped)
 
 
 def _part_folder(storage: str, message: str) -> str:
