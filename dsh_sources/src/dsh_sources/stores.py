@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dsh_host.hookspecs import Json
 
 
-STORE_BATCH_BYTES = 4 * 1024 * 1024
+STORE_BATCH_BYTES = 1024 * 1024
 """Bytes of message text a batch of a store's sessions holds at most while it waits to be written."""
 
 
