@@ -163,3 +163,22 @@ def test_readers_that_saw_different_stores_end_the_read_as_an_interrupted_one(ba
         second.close()
     finally:
         end_idle_workers()
+
+
+def test_a_store_whose_worker_died_is_read_in_the_builders_process(base, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "POOL_BYTES", 0)
+    read = build.Workers.read_store
+
+    def one_dead(self, fmt, path, marks, add, cancel):
+        self._processes[1].kill()
+        self._processes[1].wait()
+        return read(self, fmt, path, marks, add, cancel)
+
+    monkeypatch.setattr(build.Workers, "read_store", one_dead)
+    try:
+        source = build_once(base, tmp_path / "index" / "index.sqlite3")
+        assert len(indexed(source)) == SESSIONS
+        assert source.index.store_state(str(base / "opencode.db"))["signature"] is not None
+        source.close()
+    finally:
+        end_idle_workers()

@@ -317,8 +317,8 @@ def read_store(
                 (read for read in reads if read.problem is not None),
                 first if reads.count(first) == len(reads) else None,
             )
-        except EOFError:
-            pass  # a worker died: read it here (what was handed over is written, and read again)
+        except (EOFError, OSError):
+            pass  # a worker died (its pipe ended or broke): read it here (what was handed over is written)
         finally:
             if workers.idle() and not cancel.is_set():
                 _IDLE.keep(workers)

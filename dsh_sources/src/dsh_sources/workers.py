@@ -240,7 +240,7 @@ class Workers:
         """Read a store with every worker, each its share (`StoreFormat.read`); each one's read.
 
         Each session read again goes to `add` (with its rows) as it comes. `lines.ReadCancelled`
-        when `cancel` is set (the workers are left busy: close them); EOFError when a worker dies.
+        when `cancel` is set (the workers are left busy: close them); EOFError or OSError when a worker dies.
         """
         reads: dict[subprocess.Popen[bytes], StoreRead] = {}
         with selectors.DefaultSelector() as selector:
