@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_host import SearchCancelled
 from dsh_host.files import private_file, private_folder, withdraw_exposure
@@ -44,7 +44,7 @@ from dsh_sources.spill import NodeSpill, select_rows, sweep
 from dsh_sources.transcript import Facts, Node, Said, SessionRead, StoreRead, Update
 
 if TYPE_CHECKING:
-    from dsh_host.hookspecs import Json
+    from dsh_host.hookspecs import Json, JsonValue
 
 MessageRow = tuple[int, str, int, str, str, "str | None", int, str, "str | bytes"]
 """A message as the index stores it: position, role, time, source, model, stream, turn, texts, search text."""
@@ -493,8 +493,7 @@ class SourceIndex:
         conn = self._connection()
         with self._transaction(conn):
             file, state = self._store_entry(conn, path)
-            marks: dict[str, str] = state.setdefault("marks", {})
-            skipped: dict[str, int] = state.setdefault("skipped", {})
+            marks, skipped = _entries(state.get("marks")), _entries(state.get("skipped"))
             next_session = (conn.execute("SELECT max(pk) FROM sessions").fetchone()[0] or 0) + 1
             for session, (read, rows) in enumerate(sessions, next_session):
                 held = conn.execute(
@@ -512,8 +511,8 @@ class SourceIndex:
                     skipped[read.agent_id] = read.skipped
                 else:
                     skipped.pop(read.agent_id, None)
-            state["signature"] = None
-            conn.execute("UPDATE files SET state = ? WHERE pk = ?", (_state_json(state), file))
+            written = {**state, "signature": None, "marks": marks, "skipped": skipped}
+            conn.execute("UPDATE files SET state = ? WHERE pk = ?", (_state_json(written), file))
             conn.execute(_STAMP, (self.source,))
 
     def put_store(self, read: StoreRead) -> None:
@@ -527,19 +526,20 @@ class SourceIndex:
         conn = self._connection()
         with self._transaction(conn):
             file, before = self._store_entry(conn, read.path)
+            signature = None if read.problem is not None else read.signature
             if read.problem is not None:
                 state: Json = {**before, "signature": None, "problem": read.problem}
             else:
-                held_skipped = before.get("skipped") or {}
+                held_skipped = _entries(before.get("skipped"))
                 skipped = {held: count for held, count in held_skipped.items() if held and held in read.marks}
                 if read.skipped:
                     skipped[""] = read.skipped
-                state = {"signature": read.signature, "marks": read.marks, "skipped": skipped, "problem": None}
+                state = {"signature": signature, "marks": read.marks, "skipped": skipped, "problem": None}
                 held = conn.execute("SELECT agent_id, pk FROM sessions WHERE file = ?", (file,)).fetchall()
                 for agent_id, session in held:
                     if agent_id not in read.marks:
                         self._forget_session(conn, session)
-            dev, ino, size, mtime_ns = (*(state["signature"] or ())[:4], 0, 0, 0, 0)[:4]
+            dev, ino, size, mtime_ns = (*(signature or ())[:4], 0, 0, 0, 0)[:4]
             conn.execute(
                 "UPDATE files SET dev = ?, ino = ?, size = ?, mtime_ns = ?, state = ?, "
                 "generation = generation + 1 WHERE pk = ?",
@@ -547,7 +547,7 @@ class SourceIndex:
             )
             conn.execute(_STAMP, (self.source,))
 
-    def _store_entry(self, conn: sqlite3.Connection, path: str) -> tuple[int, dict[str, Any]]:
+    def _store_entry(self, conn: sqlite3.Connection, path: str) -> tuple[int, Json]:
         """The store's row of `files` (made, with an empty state, when it has none) and its state."""
         row = conn.execute(
             "SELECT pk, state FROM files WHERE source = ? AND path = ?", (self.source, os.fsencode(path))
@@ -945,6 +945,11 @@ arguments makes a new one per call)."""
 def _texts_json(texts: tuple[str, ...]) -> str:
     """A message's texts as a JSON array, ASCII only: what `json.dumps` writes, at a fifth of its cost."""
     return "[" + ",".join([encode_basestring_ascii(text) for text in texts]) + "]"
+
+
+def _entries(value: JsonValue) -> dict[str, JsonValue]:
+    """An object of a store's recorded state (its marks, its skipped counts) as a dict to change."""
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _source_json(message: SourceMessage) -> str:

@@ -26,12 +26,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from dsh_sources.index import FileRead, MessageRow, Observed, message_rows
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.reading import read_file
-from dsh_sources.transcript import Facts, SessionRead, StoreFormat, StoreRead, TranscriptFormat, Update
+from dsh_sources.transcript import Facts, Node, SessionRead, StoreFormat, StoreRead, TranscriptFormat, Update
+
+if TYPE_CHECKING:
+    from dsh_host.hookspecs import Json
+    from dsh_sources.spill import NodeSpill
 
 _FRAME = struct.Struct("<Q")
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if sys.platform.startswith("linux") else None
@@ -77,7 +81,26 @@ _OBSERVED = attrgetter(*(field.name for field in fields(Observed)))
 _FACTS = attrgetter(*(field.name for field in fields(Facts)))
 
 
-def _portable(read: FileRead) -> tuple[object, ...]:
+ReadValues = tuple[
+    str,
+    tuple[int, int, int, int, int, int, bytes, bytes],
+    bool,
+    int,
+    int,
+    bool,
+    "Json",
+    "tuple[str, str | None, int, int, str | None, int] | None",
+    int,
+    "int | None",
+    "tuple[Node, ...] | NodeSpill",
+    "int | None",
+    bool,
+    "tuple[MessageRow, ...]",
+]
+"""A `FileRead` as `_portable` sends it: its fields in order, the `Observed` and `Facts` as their fields."""
+
+
+def _portable(read: FileRead) -> ReadValues:
     """The read as plain values, its messages made into the index's rows here, so the builder only writes them.
 
     Plain values: unpickling dataclasses runs Python code per object, in the builder's busiest thread.
@@ -101,7 +124,7 @@ def _portable(read: FileRead) -> tuple[object, ...]:
     )
 
 
-def _restored(values: tuple[Any, ...]) -> FileRead:
+def _restored(values: ReadValues) -> FileRead:
     """A read back from `_portable`'s values."""
     path, seen, fresh, skipped, oversized, unfinished, state, facts, keep, cut, nodes, generation, keyed, rows = values
     update = Update(state, None if facts is None else Facts(*facts), keep, (), cut, nodes)
