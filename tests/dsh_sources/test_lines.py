@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_sources import lines as lines_module
 from dsh_sources.lines import JsonDocument, JsonLines
-from dsh_sources.transcript import iso_ms
+from dsh_sources.transcript import LatestTime, iso_ms
 
 PIECES = st.sampled_from(
     [b'{"a": 1}', b'{"b": "xyz"}', b"[1]", b"not json", b"", b"  ", b'{"c": {"d": [1, 2]}}', b'{"e']
@@ -90,6 +90,37 @@ def test_timestamps_in_a_row_are_read_as_the_general_parser_reads_them(stamps):
             text[place] = char
         stamp = "".join(text)
         assert iso_ms(stamp) == _general(stamp), stamp
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    stamps=st.lists(
+        st.one_of(
+            st.tuples(
+                st.datetimes(min_value=datetime(1969, 12, 31), max_value=datetime(2200, 1, 1)),
+                st.lists(st.tuples(st.integers(0, 23), st.sampled_from("0123456789:.TZa \u0663")), max_size=2),
+            ),
+            st.sampled_from([None, 7, "", "yesterday", "2025-02-30T00:00:00.000Z", "2025-01-01T10:00:00+02:00"]),
+        ),
+        max_size=12,
+    ),
+    start=st.one_of(st.none(), st.integers(0, 2**42)),
+)
+def test_the_latest_time_is_the_latest_of_the_timestamps_read_one_by_one(stamps, start):
+    """`LatestTime` checks most timestamps by their order as strings: it must find what working each out finds."""
+    latest, expected = LatestTime(start), start
+    for item in stamps:
+        if isinstance(item, tuple):
+            moment, changes = item
+            text = list(moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z")
+            for place, char in changes:
+                text[place] = char
+            item = "".join(text)
+        latest.see(item)
+        time = iso_ms(item)
+        if time is not None and (expected is None or time > expected):
+            expected = time
+    assert latest.ms() == expected
 
 
 def test_timestamps_that_are_no_moment_are_none():

@@ -27,9 +27,7 @@ SpilledRow = tuple[str, "str | None", int, bool, bytes]
 holds a message, and what the projector keeps of it (its own encoding: `marshal` of plain values)."""
 
 _SCHEMA = """
-CREATE TABLE n (
-    idx INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, parent TEXT, says INTEGER NOT NULL, info BLOB NOT NULL
-);
+CREATE TABLE n (idx INTEGER PRIMARY KEY, key TEXT NOT NULL, parent TEXT, says INTEGER NOT NULL, info BLOB NOT NULL);
 CREATE TABLE placed (idx INTEGER PRIMARY KEY, at INTEGER NOT NULL, msgs INTEGER NOT NULL, blocks INTEGER NOT NULL);
 """
 # From the leaf up its parents, each step to a record written before (an ordered file has no cycle).
@@ -52,6 +50,7 @@ class NodeSpill:
     def __init__(self, path: str) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
+        self._keyed = False
 
     @classmethod
     def create(cls, directory: Path) -> NodeSpill:
@@ -69,6 +68,7 @@ class NodeSpill:
     def __setstate__(self, state: str) -> None:
         self.path = state
         self._conn = None
+        self._keyed = False
 
     def _open(self, *, schema: bool = False) -> sqlite3.Connection:
         if self._conn is None:
@@ -84,7 +84,12 @@ class NodeSpill:
         return self._conn
 
     def add(self, rows: Iterable[SpilledRow]) -> bool:
-        """Write records; False when a key is already there (the file repeats a key), nothing written then."""
+        """Write records; False when a key is already there (the file repeats a key), nothing written then.
+
+        Until the keys are indexed (`index_keys`, which a lookup or the walk needs) a repeated key is
+        not seen here: most records are spilled before anything is looked up, and writing them into
+        an index of random keys cost more than sorting the keys once.
+        """
         conn = self._open()
         conn.execute("SAVEPOINT batch")
         try:
@@ -96,8 +101,18 @@ class NodeSpill:
             conn.execute("RELEASE batch")
         return True
 
+    def index_keys(self) -> bool:
+        """Index the records by key (once); False when a key repeats, then nothing is indexed."""
+        if not self._keyed:
+            try:
+                self._open().execute("CREATE UNIQUE INDEX IF NOT EXISTS n_key ON n (key)")
+            except sqlite3.IntegrityError:
+                return False
+            self._keyed = True
+        return True
+
     def has(self, key: str) -> bool:
-        """Whether a record of this key was written."""
+        """Whether a record of this key was written (the keys are indexed: `index_keys` said True)."""
         return self._open().execute("SELECT 1 FROM n WHERE key = ?", (key,)).fetchone() is not None
 
     def chain(self, leaf: str) -> Iterator[SpilledRow]:

@@ -13,6 +13,7 @@ from its start, so the result is always what a read of the whole file gives.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -328,6 +329,46 @@ def iso_ms(value: JsonValue) -> int | None:
     if moment.tzinfo is None:
         return None
     return max(0, (moment - _EPOCH) // _MS)
+
+
+_CANONICAL = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch
+"""The form the agents write, with every field in its range but the day of the month (see `_DAYS`)."""
+
+
+class LatestTime:
+    """The latest of many timestamps (`iso_ms` of each), worked out at the end instead of for each one.
+
+    Timestamps of the form the agents write (UTC, milliseconds, `Z`) sort as their strings do, so
+    one of them only needs checking, not working out, and only when it sorts after the latest so
+    far; a timestamp of any other form is worked out as it comes. (Codex stamps every record, and
+    a session's latest activity is the latest of them.)
+    """
+
+    __slots__ = ("_form", "_other")
+
+    def __init__(self, start: int | None = None) -> None:
+        self._form = ""
+        self._other = start
+
+    def see(self, value: JsonValue) -> None:
+        if type(value) is str and len(value) == 24 and _CANONICAL(value) is not None:
+            if value > self._form:
+                day = _DAYS.get(value[:10], -1)
+                if day == -1:
+                    day = _DAYS[value[:10]] = _day_ms(value[:10])
+                if day is not None:  # else no such day (April 31st): iso_ms gives None
+                    self._form = value
+            return
+        time = iso_ms(value)
+        if time is not None and (self._other is None or time > self._other):
+            self._other = time
+
+    def ms(self) -> int | None:
+        """The latest timestamp seen in milliseconds (with the start), None when none was a time."""
+        form = iso_ms(self._form) if self._form else None
+        if form is None or self._other is None:
+            return form if self._other is None else self._other
+        return max(form, self._other)
 
 
 def _day_ms(date: str) -> int | None:

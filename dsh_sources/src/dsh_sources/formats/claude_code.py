@@ -332,7 +332,7 @@ class _Projector:
         nodes = self._nodes
         nodes[uuid] = node
         parent = node.parent
-        if parent is not None and parent not in nodes and (self._spill is None or not self._spill.has(parent)):
+        if parent is not None and parent not in nodes and not self._spilled(parent):
             self._pending.add(parent)
         if self._spill is not None and len(nodes) > WINDOW:
             self._flush(WINDOW // 2)
@@ -353,6 +353,17 @@ class _Projector:
             return
         for node in oldest:
             del self._nodes[node.uuid]
+
+    def _spilled(self, key: str) -> bool:
+        """Whether `key` is a spilled record's (a repeated key found on the way brings every record back)."""
+        spill = self._spill
+        if spill is None:
+            return False
+        if spill.index_keys():
+            return spill.has(key)
+        self._disorder = True
+        self._unspill()
+        return key in self._nodes
 
     def _unspill(self) -> None:
         """Bring every spilled record back into memory: a disordered file is projected by the general walk."""
@@ -417,6 +428,10 @@ class _Projector:
 
     def _finish_spilled(self, spill: NodeSpill) -> Update:
         """`finish` of a read from the start whose records are all in the spill: the chain is walked there."""
+        if not spill.index_keys():  # a key repeats: the general walk decides
+            self._disorder = True
+            self._unspill()
+            return self._update_disordered()
         self._dangling.update(self._pending)
         leaf = self._new_leaf()
         if leaf is None:

@@ -36,6 +36,7 @@ from dsh_sources.lines import JsonLines
 from dsh_sources.reading import read_whole
 from dsh_sources.transcript import (
     Facts,
+    LatestTime,
     Reread,
     Said,
     Stored,
@@ -200,7 +201,7 @@ class _Projector:
         self._id: str | None = st.get("id")
         self._cwd: str | None = st.get("cwd")
         self._created: int | None = st.get("created")
-        self._updated: int | None = st.get("updated")
+        self._latest = LatestTime(st.get("updated"))
         self._title: str | None = st.get("title")
         self._prompt: str | None = st.get("prompt")
         self._model: str = st.get("model", "unknown")
@@ -209,13 +210,8 @@ class _Projector:
     def feed(self, record: dict[str, JsonValue]) -> None:
         if self._none:
             return
-        time = iso_ms(record.get("timestamp"))
-        if time is not None:
-            if self._updated is None or time > self._updated:
-                self._updated = time
-            now = time
-        else:
-            now = self._updated or 0
+        stamp = record.get("timestamp")
+        self._latest.see(stamp)
         kind, payload = record.get("type"), record.get("payload")
         if type(payload) is not dict:
             return
@@ -227,10 +223,10 @@ class _Projector:
                     self._none = True
                     return
                 self._id, self._cwd = meta_id, absolute_cwd(payload.get("cwd"))
-                self._created = iso_ms(payload.get("timestamp")) or time
+                self._created = iso_ms(payload.get("timestamp")) or iso_ms(stamp)
         elif kind == "response_item":
             if payload.get("type") == "message":
-                message = _message(payload, now, self._model)
+                message = _message(payload, self._now(stamp), self._model)
                 if message is not None:
                     history.items.append(message)
                     if self._prompt is None and _turn(message):
@@ -240,7 +236,7 @@ class _Projector:
             if isinstance(model, str) and model:
                 self._model = model
         elif kind == "compacted":
-            history.compact(payload, now, self._model)
+            history.compact(payload, self._now(stamp), self._model)
         elif kind == "event_msg":
             event = payload.get("type")
             if event == "thread_rolled_back":
@@ -250,7 +246,13 @@ class _Projector:
                 if isinstance(name, str) and name.strip():
                     self._title = name
 
+    def _now(self, stamp: JsonValue) -> int:
+        """A record's time: its own timestamp, else the latest one so far (0: none yet)."""
+        time = iso_ms(stamp)
+        return time if time is not None else (self._latest.ms() or 0)
+
     def finish(self) -> Update:
+        updated = self._latest.ms()
         history = self._history
         count = history.base + len(history.items)
         state: Json = {
@@ -258,7 +260,7 @@ class _Projector:
             "id": self._id,
             "cwd": self._cwd,
             "created": self._created,
-            "updated": self._updated,
+            "updated": updated,
             "title": self._title,
             "prompt": self._prompt,
             "model": self._model,
@@ -266,12 +268,12 @@ class _Projector:
         }
         if self._none or self._id is None:
             return Update(state, None, 0, (), None)
-        created_at = self._created if self._created is not None else (self._updated or 0)
+        created_at = self._created if self._created is not None else (updated or 0)
         facts = Facts(
             agent_id=self._id,
             cwd=self._cwd,
             created_at=created_at,
-            updated_at=self._updated if self._updated is not None else created_at,
+            updated_at=updated if updated is not None else created_at,
             title=one_line(self._title or (prompt_title(self._prompt) if self._prompt else None)),
             messages=count,
         )
