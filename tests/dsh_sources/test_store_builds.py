@@ -10,6 +10,7 @@ only the sessions it had not reached.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 
@@ -182,3 +183,18 @@ def test_a_store_whose_worker_died_is_read_in_the_builders_process(base, tmp_pat
         source.close()
     finally:
         end_idle_workers()
+
+
+def test_reading_a_changed_store_again_and_again_leaves_no_connection_open(base, tmp_path):
+    """Each read writes on a thread of its own; the thread's connection to the index ends with it."""
+    source = build_once(base, tmp_path / "index" / "index.sqlite3")
+    db = DatabaseWriter(base / "opencode.db", seed=1)  # ids of its own beside the fixture's
+    sid = db.session("/work/live", "live")
+    before = len(os.listdir("/proc/self/fd"))
+    for number in range(20):
+        db.user(sid, f"prompt {number}")
+        assert source._builder.update([str(base / "opencode.db")], threading.Event())
+    assert len(os.listdir("/proc/self/fd")) - before < 5
+    assert indexed(source)[sid][1][-1] == ("user", ("prompt 19",))
+    db.close()
+    source.close()

@@ -169,7 +169,7 @@ class Builder(IndexBuild[TranscriptFormat]):
         self._tell(report)
         grown = [task for task in tasks if task.grows]
         fresh = sorted((task for task in tasks if not task.grows), key=lambda task: -task.cost)
-        batch = Batches[FileRead](self.name, lambda reads, cost: self._commit(reads, cost, report))
+        batch = Batches[FileRead](self.name, lambda reads, cost: self._commit(reads, cost, report), self.index.release)
         try:
             stopped = self._read(grown, fresh, batch, cancel)
         except BaseException:
@@ -335,7 +335,8 @@ T = TypeVar("T")
 
 
 class Batches(Generic[T]):
-    """What a build read, written in batches by a thread of their own (`write(items, cost)` there).
+    """What a build read, written in batches by a thread of their own (`write(items, cost)` there, and
+    `done()` when it ends: a thread's index connection is closed with it).
 
     The thread that gathers hands each full batch (`BATCH_FILES` items, `max_cost` of cost or
     `BATCH_SECONDS` old) to the writer and goes on, so the workers keep parsing while a batch (a
@@ -343,8 +344,15 @@ class Batches(Generic[T]):
     is written, which bounds what is held.
     """
 
-    def __init__(self, name: str, write: Callable[[list[T], int], None], max_cost: int = BATCH_BYTES) -> None:
+    def __init__(
+        self,
+        name: str,
+        write: Callable[[list[T], int], None],
+        done: Callable[[], None],
+        max_cost: int = BATCH_BYTES,
+    ) -> None:
         self._write_batch = write
+        self._done = done
         self._max_cost = max_cost
         self._items: list[T] = []
         self._cost = 0
@@ -380,10 +388,13 @@ class Batches(Generic[T]):
             raise self._failure
 
     def _write(self) -> None:
-        while (batch := self._full.get()) is not None:
-            if self._failure is not None:
-                continue  # taken, not written: the gatherer never waits on a writer that failed
-            try:
-                self._write_batch(*batch)
-            except Exception as failure:  # noqa: BLE001 - raised again in the gathering thread by `finish`
-                self._failure = failure
+        try:
+            while (batch := self._full.get()) is not None:
+                if self._failure is not None:
+                    continue  # taken, not written: the gatherer never waits on a writer that failed
+                try:
+                    self._write_batch(*batch)
+                except Exception as failure:  # noqa: BLE001 - raised again in the gathering thread by `finish`
+                    self._failure = failure
+        finally:
+            self._done()

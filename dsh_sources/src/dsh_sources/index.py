@@ -289,6 +289,15 @@ class SourceIndex:
                 self._connections.append(conn)
         return conn
 
+    def release(self) -> None:
+        """Close the calling thread's connection, if it has one (a thread that used the index and ends calls it)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            with self._lock:
+                self._connections.remove(conn)
+            conn.close()
+
     @contextlib.contextmanager
     def _transaction(self, conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
         conn.execute(f"BEGIN {mode}")

@@ -83,7 +83,10 @@ class StoreUpdates(IndexBuild[StoreFormat]):
             batch.add((session, rows), sum(len(row[7]) for row in rows))
 
         batch = Batches[tuple[SessionRead, Sequence[MessageRow]]](
-            self.name, lambda sessions, _: self.index.put_store_sessions(path, sessions), STORE_BATCH_BYTES
+            self.name,
+            lambda sessions, _: self.index.put_store_sessions(path, sessions),
+            self.index.release,
+            STORE_BATCH_BYTES,
         )
         try:
             read = read_store(self.format, path, marks, add, cancel, _size(path) if size is None else size)
