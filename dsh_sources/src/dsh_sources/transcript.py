@@ -331,8 +331,9 @@ def iso_ms(value: JsonValue) -> int | None:
     return max(0, (moment - _EPOCH) // _MS)
 
 
-_CANONICAL = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch
-"""The form the agents write, with every field in its range but the day of the month (see `_DAYS`)."""
+_CANONICAL = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z", re.ASCII).fullmatch
+"""The form the agents write, with every field in its range but the day of the month (see `_DAYS`); ASCII
+digits only, as `iso_ms` reads them (another script's digits sort after them and are no time)."""
 
 
 class LatestTime:
