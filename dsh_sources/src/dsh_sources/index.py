@@ -414,7 +414,9 @@ class SourceIndex:
             if facts is None:
                 continue
             sessions.append(_session_values(next_session, file, facts))
-            session_messages, session_texts = _message_values(next_session << ORD_BITS, read, room=1 << ORD_BITS)
+            session_messages, session_texts = _message_values(
+                next_session << ORD_BITS, _read_rows(read), room=1 << ORD_BITS
+            )
             messages.extend(session_messages)
             texts.extend(session_texts)
             next_session += 1
@@ -477,7 +479,7 @@ class SourceIndex:
         last = ((session + 1) << ORD_BITS) - 1
         conn.execute("DELETE FROM messages WHERE rowid BETWEEN ? AND ?", (first, last))
         conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (first, last))
-        messages, texts = _message_values(first, read, room=(1 << ORD_BITS) - update.keep)
+        messages, texts = _message_values(first, _read_rows(read), room=(1 << ORD_BITS) - update.keep)
         conn.executemany(_INSERT_MESSAGE, messages)
         conn.executemany(_INSERT_TEXT, texts)
         return True
@@ -511,10 +513,9 @@ class SourceIndex:
                 if held is not None:
                     self._forget_session(conn, held[0])
                 conn.execute(_INSERT_SESSION, _session_values(session, file, read.facts))
-                first = session << ORD_BITS
-                kept = rows[: 1 << ORD_BITS]
-                conn.executemany(_INSERT_MESSAGE, [(first + row[0], *row[1:8]) for row in kept])
-                conn.executemany(_INSERT_TEXT, [(first + row[0], row[8]) for row in kept])
+                messages, texts = _message_values(session << ORD_BITS, rows, room=1 << ORD_BITS)
+                conn.executemany(_INSERT_MESSAGE, messages)
+                conn.executemany(_INSERT_TEXT, texts)
                 marks[read.agent_id] = read.mark
                 if read.skipped:
                     skipped[read.agent_id] = read.skipped
@@ -900,12 +901,16 @@ def _session_values(session: int, file: int, facts: Facts) -> tuple[object, ...]
 
 
 def _message_values(
-    first: int, read: FileRead, *, room: int
+    first: int, rows: Sequence[MessageRow], *, room: int
 ) -> tuple[list[tuple[object, ...]], list[tuple[int, str | bytes]]]:
-    """A read's new messages as rows of `messages` and `texts` from rowid `first`, at most `room` of them."""
-    rows = read.rows if read.rows is not None else message_rows(read.update.tail)
+    """Messages (`message_rows`) as rows of `messages` and `texts` from rowid `first`, at most `room` of them."""
     rows = rows[: max(0, room)]
     return [(first + row[0], *row[1:8]) for row in rows], [(first + row[0], row[8]) for row in rows]
+
+
+def _read_rows(read: FileRead) -> Sequence[MessageRow]:
+    """A read's new messages as `message_rows` (made by its worker, or here)."""
+    return read.rows if read.rows is not None else message_rows(read.update.tail)
 
 
 def _file_values(read: FileRead) -> FileValues:

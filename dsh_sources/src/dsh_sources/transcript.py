@@ -288,9 +288,7 @@ def _minute_ms(head: str) -> tuple[str, bool, int | None]:
     hours, minutes = head[11:13], head[14:16]
     if not (head.isascii() and (hours + minutes).isdigit()):
         return head, False, None
-    day = _DAYS.get(head[:10], -1)
-    if day == -1:
-        day = _DAYS[head[:10]] = _day_ms(head[:10])
+    day = _day(head[:10])
     if day is None or int(hours) > 23 or int(minutes) > 59:
         return head, True, None
     return head, True, day + (int(hours) * 60 + int(minutes)) * 60_000
@@ -353,12 +351,8 @@ class LatestTime:
 
     def see(self, value: JsonValue) -> None:
         if type(value) is str and len(value) == 24 and _CANONICAL(value) is not None:
-            if value > self._form:
-                day = _DAYS.get(value[:10], -1)
-                if day == -1:
-                    day = _DAYS[value[:10]] = _day_ms(value[:10])
-                if day is not None:  # else no such day (April 31st): iso_ms gives None
-                    self._form = value
+            if value > self._form and _day(value[:10]) is not None:  # else no such day (April 31st)
+                self._form = value
             return
         time = iso_ms(value)
         if time is not None and (self._other is None or time > self._other):
@@ -366,10 +360,15 @@ class LatestTime:
 
     def ms(self) -> int | None:
         """The latest timestamp seen in milliseconds (with the start), None when none was a time."""
-        form = iso_ms(self._form) if self._form else None
-        if form is None or self._other is None:
-            return form if self._other is None else self._other
-        return max(form, self._other)
+        return max((time for time in (iso_ms(self._form), self._other) if time is not None), default=None)
+
+
+def _day(date: str) -> int | None:
+    """Milliseconds at midnight UTC of a `YYYY-MM-DD` date (None: no such day), each date worked out once."""
+    day = _DAYS.get(date, -1)
+    if day == -1:
+        day = _DAYS[date] = _day_ms(date)
+    return day
 
 
 def _day_ms(date: str) -> int | None:
