@@ -218,17 +218,11 @@ class Builder(IndexBuild[TranscriptFormat]):
                     yield read_file(self.format, task.path, None, None, cancel, self.index.path.parent), task
             return
         by_path = {task.path: task for task in tasks}
-        workers = _IDLE.take(count)
-        try:
+        with _IDLE.lent(count, cancel) as workers:
             sized = [(task.path, task.cost) for task in tasks]
             for result in workers.reads(self.format, sized, self.index.path.parent, cancel):
                 if isinstance(result, FileRead):
                     yield result, by_path[result.path]
-        finally:
-            if workers.idle() and not cancel.is_set():
-                _IDLE.keep(workers)
-            else:  # tasks in flight (cancelled) or a worker gone: never handed to another build
-                workers.close()
 
 
 class _IdleWorkers:
@@ -260,6 +254,19 @@ class _IdleWorkers:
         if workers is not None:
             workers.close()
         return Workers(count)
+
+    @contextlib.contextmanager
+    def lent(self, count: int, cancel: threading.Event) -> Iterator[Workers]:
+        """`count` workers for one read: kept for the next build when they end it idle and it was not
+        cancelled, else ended (tasks in flight or a worker gone: never handed to another build)."""
+        workers = self.take(count)
+        try:
+            yield workers
+        finally:
+            if workers.idle() and not cancel.is_set():
+                self.keep(workers)
+            else:
+                workers.close()
 
     def keep(self, workers: Workers) -> None:
         """Keep idle workers for the next build, for `IDLE_SECONDS`."""
@@ -309,9 +316,9 @@ def read_store(
     """
     count = worker_count()
     if size >= POOL_BYTES and count >= 2:
-        workers = _IDLE.take(count)
         try:
-            reads = workers.read_store(fmt, path, marks, add, cancel)
+            with _IDLE.lent(count, cancel) as workers:
+                reads = workers.read_store(fmt, path, marks, add, cancel)
             first = reads[0]
             return next(
                 (read for read in reads if read.problem is not None),
@@ -319,11 +326,6 @@ def read_store(
             )
         except (EOFError, OSError):
             pass  # a worker died (its pipe ended or broke): read it here (what was handed over is written)
-        finally:
-            if workers.idle() and not cancel.is_set():
-                _IDLE.keep(workers)
-            else:
-                workers.close()
     return fmt.read(path, marks, lambda session: add(session, message_rows(session.messages)), cancel)
 
 
