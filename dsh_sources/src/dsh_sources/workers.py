@@ -11,9 +11,8 @@ them at once. A worker that dies loses only the files it held (skipped this time
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
+import functools
 import json
 import os
 import pickle
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from dsh_sources.spill import NodeSpill
 
 _FRAME = struct.Struct("<Q")
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if sys.platform.startswith("linux") else None
 IN_FLIGHT = 2
 """Tasks a worker always holds (the file it parses and the next), so it never waits for the builder."""
 IN_FLIGHT_MAX = 32
@@ -172,9 +170,18 @@ def _trim() -> None:
     sessions) would otherwise stay in its heap and count in the build's peak memory while the next file
     is read. Only after large reads: it walks the heap, which ten thousand small files should not pay.
     """
-    trim = getattr(_LIBC, "malloc_trim", None)
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    # Only a worker that read a large file loads ctypes; the process's own symbols hold libc's, so
+    # no library search (find_library runs ldconfig).
+    import ctypes
+
+    return getattr(ctypes.CDLL(None), "malloc_trim", None)
 
 
 def _session_values(session: SessionRead) -> tuple[object, ...]:
