@@ -226,16 +226,15 @@ class AgentSource:
         self._fresh()
 
     def _sessions(self) -> tuple[dict[str, SessionEntry], _Names, dict[int, str]]:
-        """The indexed sessions by full id (one file per agent id: the latest active wins)."""
+        """The indexed sessions by full id (one file per agent id: the one `_serves` ranks first)."""
         stamp = self.index.stamp()
         cache = self._cache
         if cache is not None and cache[0] == stamp:
             return cache[1], cache[2], cache[3]
         chosen: dict[str, SessionEntry] = {}
-        rank = self._builder.rank
         for entry in self.index.sessions():
             held = chosen.get(entry.agent_id)
-            if held is None or (rank(entry.path), *_latest(entry)) > (rank(held.path), *_latest(held)):
+            if held is None or self._serves(entry) > self._serves(held):
                 chosen[entry.agent_id] = entry
         titles = self.format.titles()
         entries = {self._prefix + agent_id: _titled(entry, titles) for agent_id, entry in chosen.items()}
@@ -254,8 +253,12 @@ class AgentSource:
             found = self.index.sessions_of(agent_id)
         if not found:
             raise SessionNotFound(session_id)
-        rank = self._builder.rank
-        return _titled(max(found, key=lambda entry: (rank(entry.path), *_latest(entry))), self.format.titles())
+        return _titled(max(found, key=self._serves), self.format.titles())
+
+    def _serves(self, entry: SessionEntry) -> tuple[int, int, str]:
+        """Of the files holding one agent session, the greatest serves it: the store of higher rank, then the
+        one active last (ties: the path)."""
+        return self._builder.rank(entry.path), entry.updated_at, entry.path
 
     def _update_files(self, paths: list[str]) -> bool:
         """Read what changed of these files and forget those that are gone; whether the index changed."""
@@ -464,11 +467,6 @@ class TranscriptSource(AgentSource):
         super().__init__(
             name, fmt, index, updates, background=background, display_name=display_name, configured=configured
         )
-
-
-def _latest(entry: SessionEntry) -> tuple[int, str]:
-    """Of the files holding one agent session, the one active last serves it (ties: the path)."""
-    return entry.updated_at, entry.path
 
 
 def _titled(entry: SessionEntry, titles: Mapping[str, str]) -> SessionEntry:
