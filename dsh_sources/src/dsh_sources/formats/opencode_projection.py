@@ -195,15 +195,13 @@ class _Conversation:
         return [self.held[self.cut], self.summary, *self.held[self.tail : self.cut], *newer]
 
 
-def _conversation(messages: Callable[[], Iterable[MessageInfo]]) -> _Conversation:
+def _conversation(messages: Callable[[], Iterable[MessageInfo]], *, keep_all: bool = False) -> _Conversation:
+    conversation = _Conversation(keep_all=keep_all)
     try:
-        conversation = _Conversation(keep_all=False)
         for message in messages():
             conversation.add(_Kept.of(message))
     except _Reread:
-        conversation = _Conversation(keep_all=True)
-        for message in messages():
-            conversation.add(_Kept.of(message))
+        return _conversation(messages, keep_all=True)
     return conversation
 
 
