@@ -249,7 +249,7 @@ class AgentSource:
             raise SessionNotFound(session_id)
         agent_id = session_id[len(self._prefix) :]
         found = self.index.sessions_of(agent_id)
-        if self._update_files([entry.path for entry in found] or self.format.locate(agent_id)):
+        if self._builder.update([entry.path for entry in found] or self.format.locate(agent_id), self._closed):
             found = self.index.sessions_of(agent_id)
         if not found:
             raise SessionNotFound(session_id)
@@ -259,10 +259,6 @@ class AgentSource:
         """Of the files holding one agent session, the greatest serves it: the store of higher rank, then the
         one active last (ties: the path)."""
         return self._builder.rank(entry.path), entry.updated_at, entry.path
-
-    def _update_files(self, paths: list[str]) -> bool:
-        """Read what changed of these files and forget those that are gone; whether the index changed."""
-        return self._builder.update(paths, self._closed)
 
     # -- reads -------------------------------------------------------------------------------
 
