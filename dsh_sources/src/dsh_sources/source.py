@@ -271,7 +271,7 @@ class AgentSource:
     def list_sessions(self) -> list[SessionRow]:
         self._fresh(RECHECK_SECONDS)
         entries = self._sessions()[0]
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
+        rows = [_row(sid, entry) for sid, entry in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
 
     def list_sessions_by_activity(
@@ -301,7 +301,7 @@ class AgentSource:
         if held is not None and held[0] == stamp:
             return held[1], held[2]
         order = sorted(entries.items(), key=lambda item: (-item[1].updated_at, item[0]))
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in order]
+        rows = [_row(sid, entry) for sid, entry in order]
         keys = [(-e.updated_at, sid) for sid, e in order]
         self._by_activity = (stamp, rows, keys)
         return rows, keys
@@ -642,6 +642,11 @@ class IndexingNotice:
             return None
         # Listing the files: worth a line only when the index was not complete before.
         return None if source._complete_before else "listing files"
+
+
+def _row(session_id: str, entry: SessionEntry) -> SessionRow:
+    """The listing row a session's index entry stands for."""
+    return SessionRow(session_id, entry.created_at, entry.cwd, entry.title, entry.updated_at)
 
 
 def _header(session_id: str, entry: SessionEntry) -> SessionHeader:
