@@ -518,32 +518,35 @@ def register_source(
     register: Callable[[str, SourceFactory], None],
     name: str,
     make_format: FormatFactory,
-    home: tuple[str, str],
+    home: tuple[str, str] | Callable[[], Path],
     projection: int,
     display_name: str | None = None,
-    variable_is_home: bool = False,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
-    The agent's data folder is `[sources.<name>] dir` (the table's one key), else the
-    environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
-    format's projection rules: raise it when they change, and the files are read again.
-    `display_name` is the agent's name as people know it (`Claude Code`), which views show
-    beside its sessions (default: `name`). With `variable_is_home` the variable names a home
-    directory in place of the user's, the folder being `home[1]` in it (Gemini CLI's `GEMINI_CLI_HOME`).
+    The agent's data folder is `[sources.<name>] dir` (the table's one key), else what `home()`
+    says, or for `home` a pair (variable, folder) the environment variable `home[0]`, else
+    `~/<home[1]>`. `projection` is the version of the format's projection rules: raise it when
+    they change, and the files are read again. `display_name` is the agent's name as people know
+    it (`Claude Code`), which views show beside its sessions (default: `name`).
     """
-    variable, default = home
-
-    def folder() -> Path:
-        configured = os.environ.get(variable)
-        if variable_is_home and configured:
-            configured = os.path.join(configured, default)
-        return Path(configured).expanduser() if configured else Path.home() / default
 
     def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
         return TranscriptSource(name, make_format(folder), index, **options)
 
-    _register(register, name, folder, open_source, projection, display_name)
+    _register(
+        register, name, home if callable(home) else _variable_or_home(*home), open_source, projection, display_name
+    )
+
+
+def _variable_or_home(variable: str, default: str) -> Callable[[], Path]:
+    """The folder the environment variable `variable` names, else `~/<default>`."""
+
+    def folder() -> Path:
+        configured = os.environ.get(variable)
+        return Path(configured).expanduser() if configured else Path.home() / default
+
+    return folder
 
 
 def register_store_source(
@@ -556,8 +559,8 @@ def register_store_source(
 ) -> None:
     """Register `name` as a source of the stores (many sessions in one file) of `make_format(folder)`.
 
-    As `register_source`, but the agent keeps many sessions in one database (`StoreFormat`), and
-    its data folder, unless `[sources.<name>] dir` names one, is what `home()` says.
+    As `register_source` with `home` a callable, but the agent keeps many sessions in one database
+    (`StoreFormat`).
     """
 
     def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
