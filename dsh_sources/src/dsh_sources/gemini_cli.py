@@ -8,7 +8,9 @@ its names (`GeminiCliFormat`, ...) are served from this module too, loaded on fi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh_host import hookimpl
@@ -20,8 +22,12 @@ if TYPE_CHECKING:
 NAME = "gemini-cli"
 DISPLAY_NAME = "Gemini CLI"
 """The agent's name as people know it: views show it beside its sessions (`Gemini CLI · <title>`)."""
-HOME = ("GEMINI_CLI_HOME", ".gemini")
-"""Where Gemini CLI keeps its data: `.gemini` in the home this variable names, else in the user's home."""
+
+
+def home() -> Path:
+    """Where Gemini CLI keeps its data: `.gemini` in the home `$GEMINI_CLI_HOME` names, else in the user's home."""
+    configured = os.environ.get("GEMINI_CLI_HOME")
+    return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
 
 
 @hookimpl
@@ -34,10 +40,9 @@ def dsh_register_session_sources(register: Callable[[str, SourceFactory], None])
         register,
         NAME,
         GeminiCliFormat,
-        home=HOME,
+        home=home,
         projection=PROJECTION,
         display_name=DISPLAY_NAME,
-        variable_is_home=True,
     )
 
 

@@ -226,16 +226,15 @@ class AgentSource:
         self._fresh()
 
     def _sessions(self) -> tuple[dict[str, SessionEntry], _Names, dict[int, str]]:
-        """The indexed sessions by full id (one file per agent id: the latest active wins)."""
+        """The indexed sessions by full id (one file per agent id: the one `_serves` ranks first)."""
         stamp = self.index.stamp()
         cache = self._cache
         if cache is not None and cache[0] == stamp:
             return cache[1], cache[2], cache[3]
         chosen: dict[str, SessionEntry] = {}
-        rank = self._builder.rank
         for entry in self.index.sessions():
             held = chosen.get(entry.agent_id)
-            if held is None or (rank(entry.path), *_latest(entry)) > (rank(held.path), *_latest(held)):
+            if held is None or self._serves(entry) > self._serves(held):
                 chosen[entry.agent_id] = entry
         titles = self.format.titles()
         entries = {self._prefix + agent_id: _titled(entry, titles) for agent_id, entry in chosen.items()}
@@ -250,16 +249,16 @@ class AgentSource:
             raise SessionNotFound(session_id)
         agent_id = session_id[len(self._prefix) :]
         found = self.index.sessions_of(agent_id)
-        if self._update_files([entry.path for entry in found] or self.format.locate(agent_id)):
+        if self._builder.update([entry.path for entry in found] or self.format.locate(agent_id), self._closed):
             found = self.index.sessions_of(agent_id)
         if not found:
             raise SessionNotFound(session_id)
-        rank = self._builder.rank
-        return _titled(max(found, key=lambda entry: (rank(entry.path), *_latest(entry))), self.format.titles())
+        return _titled(max(found, key=self._serves), self.format.titles())
 
-    def _update_files(self, paths: list[str]) -> bool:
-        """Read what changed of these files and forget those that are gone; whether the index changed."""
-        return self._builder.update(paths, self._closed)
+    def _serves(self, entry: SessionEntry) -> tuple[int, int, str]:
+        """Of the files holding one agent session, the greatest serves it: the store of higher rank, then the
+        one active last (ties: the path)."""
+        return self._builder.rank(entry.path), entry.updated_at, entry.path
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -272,7 +271,7 @@ class AgentSource:
     def list_sessions(self) -> list[SessionRow]:
         self._fresh(RECHECK_SECONDS)
         entries = self._sessions()[0]
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in entries.items()]
+        rows = [_row(sid, entry) for sid, entry in entries.items()]
         return sorted(rows, key=lambda row: (-row.created_at, row.id))
 
     def list_sessions_by_activity(
@@ -302,7 +301,7 @@ class AgentSource:
         if held is not None and held[0] == stamp:
             return held[1], held[2]
         order = sorted(entries.items(), key=lambda item: (-item[1].updated_at, item[0]))
-        rows = [SessionRow(sid, e.created_at, e.cwd, e.title, e.updated_at) for sid, e in order]
+        rows = [_row(sid, entry) for sid, entry in order]
         keys = [(-e.updated_at, sid) for sid, e in order]
         self._by_activity = (stamp, rows, keys)
         return rows, keys
@@ -466,11 +465,6 @@ class TranscriptSource(AgentSource):
         )
 
 
-def _latest(entry: SessionEntry) -> tuple[int, str]:
-    """Of the files holding one agent session, the one active last serves it (ties: the path)."""
-    return entry.updated_at, entry.path
-
-
 def _titled(entry: SessionEntry, titles: Mapping[str, str]) -> SessionEntry:
     """The entry with the title the agent keeps outside its files, when it keeps one."""
     title = titles.get(entry.agent_id)
@@ -524,32 +518,35 @@ def register_source(
     register: Callable[[str, SourceFactory], None],
     name: str,
     make_format: FormatFactory,
-    home: tuple[str, str],
+    home: tuple[str, str] | Callable[[], Path],
     projection: int,
     display_name: str | None = None,
-    variable_is_home: bool = False,
 ) -> None:
     """Register `name` as a source of `make_format(folder)`'s files, indexed in the host's data dir.
 
-    The agent's data folder is `[sources.<name>] dir` (the table's one key), else the
-    environment variable `home[0]`, else `~/<home[1]>`. `projection` is the version of the
-    format's projection rules: raise it when they change, and the files are read again.
-    `display_name` is the agent's name as people know it (`Claude Code`), which views show
-    beside its sessions (default: `name`). With `variable_is_home` the variable names a home
-    directory in place of the user's, the folder being `home[1]` in it (Gemini CLI's `GEMINI_CLI_HOME`).
+    The agent's data folder is `[sources.<name>] dir` (the table's one key), else what `home()`
+    says, or for `home` a pair (variable, folder) the environment variable `home[0]`, else
+    `~/<home[1]>`. `projection` is the version of the format's projection rules: raise it when
+    they change, and the files are read again. `display_name` is the agent's name as people know
+    it (`Claude Code`), which views show beside its sessions (default: `name`).
     """
-    variable, default = home
-
-    def folder() -> Path:
-        configured = os.environ.get(variable)
-        if variable_is_home and configured:
-            configured = os.path.join(configured, default)
-        return Path(configured).expanduser() if configured else Path.home() / default
 
     def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
         return TranscriptSource(name, make_format(folder), index, **options)
 
-    _register(register, name, folder, open_source, projection, display_name)
+    _register(
+        register, name, home if callable(home) else _variable_or_home(*home), open_source, projection, display_name
+    )
+
+
+def _variable_or_home(variable: str, default: str) -> Callable[[], Path]:
+    """The folder the environment variable `variable` names, else `~/<default>`."""
+
+    def folder() -> Path:
+        configured = os.environ.get(variable)
+        return Path(configured).expanduser() if configured else Path.home() / default
+
+    return folder
 
 
 def register_store_source(
@@ -562,8 +559,8 @@ def register_store_source(
 ) -> None:
     """Register `name` as a source of the stores (many sessions in one file) of `make_format(folder)`.
 
-    As `register_source`, but the agent keeps many sessions in one database (`StoreFormat`), and
-    its data folder, unless `[sources.<name>] dir` names one, is what `home()` says.
+    As `register_source` with `home` a callable, but the agent keeps many sessions in one database
+    (`StoreFormat`).
     """
 
     def open_source(folder: Path, index: SourceIndex, options: _Options) -> AgentSource:
@@ -648,6 +645,11 @@ class IndexingNotice:
             return None
         # Listing the files: worth a line only when the index was not complete before.
         return None if source._complete_before else "listing files"
+
+
+def _row(session_id: str, entry: SessionEntry) -> SessionRow:
+    """The listing row a session's index entry stands for."""
+    return SessionRow(session_id, entry.created_at, entry.cwd, entry.title, entry.updated_at)
 
 
 def _header(session_id: str, entry: SessionEntry) -> SessionHeader:

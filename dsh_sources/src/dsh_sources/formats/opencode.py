@@ -11,11 +11,11 @@ to `opencode_projection`, which says what a session shows.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsh_sources.folders import names
 from dsh_sources.formats.opencode_db import read_database, signature
 from dsh_sources.formats.opencode_storage import read_storage
 from dsh_sources.opencode import NAME
@@ -40,11 +40,7 @@ class OpenCodeFormat:
 
     def stores(self) -> Iterator[str]:
         """`opencode.db` and each `opencode-<channel>.db`, then `storage/` when it holds sessions."""
-        try:
-            names = sorted(os.listdir(self.base))
-        except OSError:
-            return
-        for name in names:
+        for name in names(self.base):
             if name == DATABASE or (name.startswith("opencode-") and name.endswith(".db")):
                 path = self.base / name
                 if path.is_file():

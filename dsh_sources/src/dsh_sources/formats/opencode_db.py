@@ -31,7 +31,6 @@ never needed, and a missing one reads as NULL.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -41,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, mark, project
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, json_object, mark, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import WHOLE, SessionRead, SessionSink, StoreRead, deal
 
@@ -242,16 +241,6 @@ def _session(row: tuple[object, ...]) -> SessionInfo | None:
     return SessionInfo.of(sid, *rest) if isinstance(sid, str) and sid else None
 
 
-def _object(text: object) -> dict[str, JsonValue] | None:
-    if not isinstance(text, (str, bytes)):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) is dict else None
-
-
 class _Messages:
     """A session's messages with their shown parts, in OpenCode's order, read a message at a time.
 
@@ -286,7 +275,7 @@ class _Messages:
                 if part is not None:
                     shown.append(part)
                 pending = next(parts, None)
-            info = _object(data)
+            info = json_object(data)
             if info is None or not isinstance(message_id, str):
                 self.bad += 1
                 continue
@@ -296,7 +285,7 @@ class _Messages:
             pending = next(parts, None)
 
     def _part(self, data: object) -> dict[str, JsonValue] | None:
-        part = _object(data)
+        part = json_object(data)
         if part is None:
             self.bad += 1
         return part

@@ -16,6 +16,7 @@ compaction parts.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -68,6 +69,17 @@ class MessageInfo:
 def mark(*values: object) -> str:
     """A short digest of what says whether a session changed (compared, never read back)."""
     return hashlib.blake2b(repr(values).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def json_object(text: object) -> dict[str, JsonValue] | None:
+    """A stored JSON text (str or bytes) as the object it holds, or None when it holds none."""
+    if not isinstance(text, (str, bytes)):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if type(value) is dict else None
 
 
 def millis(value: object) -> int | None:
@@ -195,15 +207,13 @@ class _Conversation:
         return [self.held[self.cut], self.summary, *self.held[self.tail : self.cut], *newer]
 
 
-def _conversation(messages: Callable[[], Iterable[MessageInfo]]) -> _Conversation:
+def _conversation(messages: Callable[[], Iterable[MessageInfo]], *, keep_all: bool = False) -> _Conversation:
+    conversation = _Conversation(keep_all=keep_all)
     try:
-        conversation = _Conversation(keep_all=False)
         for message in messages():
             conversation.add(_Kept.of(message))
     except _Reread:
-        conversation = _Conversation(keep_all=True)
-        for message in messages():
-            conversation.add(_Kept.of(message))
+        return _conversation(messages, keep_all=True)
     return conversation
 
 

@@ -12,14 +12,13 @@ vanishes while it is read, is left out and counted.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from dsh_sources.folders import names
-from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, created_ms, mark, project
+from dsh_sources.formats.opencode_projection import MessageInfo, SessionInfo, created_ms, json_object, mark, project
 from dsh_sources.lines import ReadCancelled
 from dsh_sources.transcript import WHOLE, SessionRead, SessionSink, StoreRead, deal
 
@@ -27,19 +26,13 @@ if TYPE_CHECKING:
     from dsh_host.hookspecs import JsonValue
 
 
-class _Bad(Exception):
-    """A file that is not a JSON object, or could not be read."""
-
-
-def _load(path: str) -> dict[str, JsonValue]:
+def _load(path: str) -> dict[str, JsonValue] | None:
+    """The JSON object in the file, or None when it holds none or cannot be read."""
     try:
         with open(path, "rb") as file:
-            value = json.loads(file.read())
-    except (OSError, ValueError, RecursionError):
-        raise _Bad(path) from None
-    if type(value) is not dict:
-        raise _Bad(path)
-    return value
+            return json_object(file.read())
+    except OSError:
+        return None
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -79,9 +72,8 @@ def read_storage(
             if marks.get(sid) == stamp:
                 now[sid] = stamp
                 continue
-            try:
-                info = _load(path)
-            except _Bad:
+            info = _load(path)
+            if info is None:
                 skipped += 1
                 continue
             session = _session(sid, info)
@@ -148,15 +140,15 @@ class _Messages:
             parts: list[dict[str, JsonValue]] = []
             part_folder = os.path.join(self.storage, "part", message_id)
             for part_name in names(part_folder, ".json"):
-                try:
-                    parts.append(_load(os.path.join(part_folder, part_name)))
-                except _Bad:
+                part = _load(os.path.join(part_folder, part_name))
+                if part is None:
                     self.bad += 1
+                else:
+                    parts.append(part)
             yield MessageInfo(message_id, created, info, parts)
 
     def _info(self, name: str) -> dict[str, JsonValue] | None:
-        try:
-            return _load(os.path.join(self.folder, name))
-        except _Bad:
+        info = _load(os.path.join(self.folder, name))
+        if info is None:
             self.bad += 1
-            return None
+        return info
