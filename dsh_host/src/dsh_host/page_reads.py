@@ -53,7 +53,7 @@ def activity_order(row: SessionRow | SessionRecord) -> tuple[int | float, str]:
 
 def is_after(row: SessionRow | SessionRecord, key: ActivityKey | None) -> bool:
     """Whether `row` comes after `key` in the listing by activity (everything does after None)."""
-    return key is None or (-activity(row), row.id) > (-key[0], key[1])
+    return key is None or activity_order(row) > (-key[0], key[1])
 
 
 def encode_cursor(key: ActivityKey) -> str:

@@ -433,13 +433,12 @@ class SessionQuery:
         found = {row.id: row for row in rows}
         needle = name_needle(query)
         for session in live:
-            title = latest_title(session.events)
             header = session.header
             named = CandidateRow(
                 session.id,
                 header.created_at,
                 header.cwd,
-                title["title"] if title else None,
+                live_title(session),
                 None,
                 0.0,
                 last_activity(session),
@@ -530,6 +529,12 @@ def last_activity(session: Session) -> int | float:
     return events[-1].time if events else session.header.created_at
 
 
+def live_title(session: Session) -> str | None:
+    """A live session's latest title's text, None without one."""
+    title = latest_title(session.events)
+    return None if title is None else cast("str | None", title["title"])
+
+
 def _after(session: SessionRow | SessionHeader, key: ListingKey | None) -> bool:
     """Whether `session` comes after `key` in the newest-first listing (everything does after None)."""
     return key is None or (-session.created_at, session.id) > (-key[0], key[1])
@@ -616,13 +621,12 @@ class _PageReads:
 
 def live_record(session: Session, *, persisted: bool) -> SessionRecord:
     """A live session as listed, from memory."""
-    title = latest_title(session.events)
     header = session.header
     return SessionRecord(
         session.id,
         header.created_at,
         header.cwd,
-        title["title"] if title else None,
+        live_title(session),
         last_activity(session),
         live=True,
         persisted=persisted,
@@ -638,9 +642,9 @@ def live_surface_page(session: Session, before: int | None, limit: int) -> Surfa
         return event.seq, event.time, surface_text(event.type, event.data)
 
     last = session.seq - 1
-    title = latest_title(session.events)
-    shown = None if title is None else title["title"]
-    return surface_page_of(session.header, shown, last if last >= 0 else None, len(nodes), node, before, limit)
+    return surface_page_of(
+        session.header, live_title(session), last if last >= 0 else None, len(nodes), node, before, limit
+    )
 
 
 def _no_sources() -> SessionSources:

@@ -9,7 +9,10 @@ import json
 from collections.abc import Callable, Sequence
 
 from dsh_host.session.events import SessionHeader, SurfaceText
-from dsh_host.session.snapshots import EventsPage, SurfaceEntry, SurfacePage, surface_entry
+from dsh_host.session.snapshots import READABLE_TYPES, EventsPage, SurfaceEntry, SurfacePage, surface_entry
+
+READABLE_SQL = "(" + ", ".join(f"'{kind}'" for kind in sorted(READABLE_TYPES)) + ")"
+"""`READABLE_TYPES` as an SQL list, for a store's query to leave the other nodes unread."""
 
 NodeRow = tuple[int, int, "int | float | None", SurfaceText]
 """A surface node as a store reads it for a page: position, seq, time, text."""

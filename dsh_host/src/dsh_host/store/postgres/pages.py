@@ -29,7 +29,7 @@ _SURFACE_PAGE = (
     "s.type, s.source_kind, s.source_plugin, s.text, s.raw "
     "FROM dsh.surface AS s JOIN dsh.events AS e ON e.session_pk = s.session_pk AND e.seq = s.seq "
     "WHERE s.session_pk = %(pk)s AND s.ord < %(before)s AND (s.raw IS NOT NULL OR "
-    "(s.type IN ('user/message', 'assistant/message', 'steering/message') AND s.text <> '')) "
+    f"(s.type IN {pages.READABLE_SQL} AND s.text <> '')) "
     "ORDER BY s.ord DESC LIMIT %(limit)s"
 )
 _NO_POSITION = 1 << 62  # above every surface position

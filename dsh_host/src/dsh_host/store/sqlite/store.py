@@ -89,7 +89,7 @@ _SURFACE_PAGE = (
     "SELECT s.ord, s.seq, json_extract(e.line, '$.time'), s.type, s.source_kind, s.source_plugin, s.text "
     "FROM surface AS s JOIN events AS e ON e.key = (s.session_pk << 32) | s.seq "
     "WHERE s.session_pk = :pk AND s.ord < :before "
-    "AND s.type IN ('user/message', 'assistant/message', 'steering/message') AND s.text <> '' "
+    f"AND s.type IN {pages.READABLE_SQL} AND s.text <> '' "
     "ORDER BY s.ord DESC LIMIT :limit"
 )
 
