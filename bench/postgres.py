@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.store import SURFACE, append_turn, compacted_session, turn_events
+from bench.store import SURFACE, append_turn, compacted_session, persist, turn_events
 from bench.timing import Figure, interleaved
 from dsh_host import Config, Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
@@ -94,12 +94,8 @@ def _bench(database: Any, workdir: Path) -> Iterator[_Bench]:
 
 def surface_figures(database: Any, workdir: Path) -> Iterator[Figure]:
     """`pg_read_surface_200k` and `pg_surface_page_200k`, on one stored copy of the session."""
-    events = compacted_session(200_000)
-    seqs = list(fold(events).nodes)
     with _bench(database, workdir) as bench:
-        header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
-        for start in range(0, len(events), 50_000):
-            bench.host.store.append(header, events[start : start + 50_000])
+        seqs = persist(bench.host, "log-200k", compacted_session(200_000))
         with database.admin() as admin:
             admin.execute("ANALYZE")
         (pk,) = bench.conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
