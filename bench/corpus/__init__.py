@@ -249,7 +249,9 @@ def _targets(rng: random.Random, count: int, total: float) -> list[int]:
     return [max(2_000, int(weight * scale)) for weight in weights]
 
 
-def _big_habits(size: int, heavy_size: int) -> Habits:
+def _big_habits(size: int, heavy_cap: int) -> Habits:
+    """A big session's habits: its outputs of megabytes a 40th of its size, at most `heavy_cap` bytes."""
+    heavy_size = min(heavy_cap, max(1, size // 40))
     return Habits(
         rewind=0.02, compact_every=max(64_000, size // 12), heavy_every=max(1, size // 6), heavy_size=heavy_size
     )
@@ -260,7 +262,7 @@ def _start(rng: random.Random) -> int:
 
 
 def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> SessionFile:
-    habits = _big_habits(size, heavy_size=min(3_000_000, max(1, size // 40)))
+    habits = _big_habits(size, heavy_cap=3_000_000)
     return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
 
 
@@ -300,7 +302,7 @@ def generate(
     big_claude = _big_claude(home, big_claude_size, CWDS[0])
     big_codex = home.codex_session(
         codex_big_size,
-        _big_habits(codex_big_size, heavy_size=min(5_000_000, max(1, codex_big_size // 40))),
+        _big_habits(codex_big_size, heavy_cap=5_000_000),
         cwd=CWDS[1],
         start=BASE_MS + DAY_MS,
     )
@@ -351,7 +353,7 @@ def _gemini(out: Path, seed: int, gb: float) -> tuple[_Home, SessionFile]:
     home = _Home(out, rng, Blobs(random.Random(seed + 3)))
     total = gb * 1e9
     big_size = int(total * BIG_GEMINI_SHARE)
-    habits = _big_habits(big_size, heavy_size=min(3_000_000, max(1, big_size // 40)))
+    habits = _big_habits(big_size, heavy_cap=3_000_000)
     big = home.gemini_session(big_size, habits, cwd=CWDS[2], start=BASE_MS + 2 * DAY_MS)
     sessions = max(2, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
     for target in _targets(rng, sessions - 1, total - big_size):
