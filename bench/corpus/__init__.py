@@ -53,6 +53,7 @@ from bench.corpus.material import (
     Ids,
     SessionFile,
     Texts,
+    session_start,
 )
 from bench.corpus.opencode import OpenCodeCorpus, generate_opencode
 
@@ -257,10 +258,6 @@ def _big_habits(size: int, heavy_cap: int) -> Habits:
     )
 
 
-def _start(rng: random.Random) -> int:
-    return BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
-
-
 def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> SessionFile:
     habits = _big_habits(size, heavy_cap=3_000_000)
     return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
@@ -320,9 +317,9 @@ def generate(
         extra = f"This is about the {PLANTED_PHRASE} job." if plant else ""
         cwd = rng.choice(CWDS)
         if index < len(small_claude):
-            written = home.claude_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+            written = home.claude_session(target, habits, cwd=cwd, start=session_start(rng), extra=extra)
         else:
-            written = home.codex_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+            written = home.codex_session(target, habits, cwd=cwd, start=session_start(rng), extra=extra)
         if plant:
             planted_ids.append(written.session_id)
     gemini = _gemini(out, seed, gemini_gb) if gemini_gb else None
@@ -359,7 +356,7 @@ def _gemini(out: Path, seed: int, gb: float) -> tuple[_Home, SessionFile]:
     for target in _targets(rng, sessions - 1, total - big_size):
         compact = rng.random() < 0.05
         habits = Habits(rewind=0.03, compact_every=max(4_000, target // 2) if compact else 0)
-        home.gemini_session(target, habits, cwd=rng.choice(CWDS), start=_start(rng))
+        home.gemini_session(target, habits, cwd=rng.choice(CWDS), start=session_start(rng))
     return home, big
 
 
@@ -444,7 +441,7 @@ def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2
     """One Claude Code transcript of about `size` bytes in the home `base`."""
     rng = random.Random(seed)
     home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40), claude=base)
-    return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=_start(rng))
+    return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=session_start(rng))
 
 
 def _iso_ms(stamp: str) -> int:
