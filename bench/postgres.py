@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.store import SURFACE, append_turn, compacted_session, turn_events
+from bench.store import SURFACE, append_turn, compacted_session, persist, turn_events
 from bench.timing import Figure, interleaved
 from dsh_host import Config, Host
 from dsh_host.session.events import Event, SessionHeader, event_from_json
@@ -92,20 +92,12 @@ def _bench(database: Any, workdir: Path) -> Iterator[_Bench]:
         host.close()
 
 
-def _store_200k(bench: _Bench, database: Any) -> list[int]:
-    """Store the 200,000-event session `log-200k` as the role; its surface's seqs."""
-    events = compacted_session(200_000)
-    header = SessionHeader(id="log-200k", created_at=1_700_000_000_000, cwd="/bench")
-    for start in range(0, len(events), 50_000):
-        bench.host.store.append(header, events[start : start + 50_000])
-    with database.admin() as admin:
-        admin.execute("ANALYZE")
-    return list(fold(events).nodes)
-
-
-def read_surface_figure(database: Any, workdir: Path) -> Figure:
+def surface_figures(database: Any, workdir: Path) -> Iterator[Figure]:
+    """`pg_read_surface_200k` and `pg_surface_page_200k`, on one stored copy of the session."""
     with _bench(database, workdir) as bench:
-        seqs = _store_200k(bench, database)
+        seqs = persist(bench.host, "log-200k", compacted_session(200_000))
+        with database.admin() as admin:
+            admin.execute("ANALYZE")
         (pk,) = bench.conn.execute("SELECT pk FROM dsh.sessions WHERE id = %s", (b"log-200k",)).fetchone()
         loads = json.loads
         query = bench.host.services.session_query
@@ -119,8 +111,12 @@ def read_surface_figure(database: Any, workdir: Path) -> Figure:
         def read() -> None:
             assert len(bench.run(query.read_surface("log-200k")).events) == SURFACE
 
+        def page() -> None:
+            assert len(bench.run(query.read_surface_page("log-200k", limit=SURFACE_PAGE)).entries) == SURFACE_PAGE
+
         baseline, value = interleaved(bare, read)
-    return Figure.timed(
+        whole, paged = interleaved(read, page)
+    yield Figure.timed(
         "pg_read_surface_200k",
         value,
         baseline,
@@ -128,24 +124,10 @@ def read_surface_figure(database: Any, workdir: Path) -> Figure:
         note="session_query.read_surface of a persisted 200,000-event log (2,000 on the surface) vs a bare SELECT of "
         "those 2,000 rows by key + json.loads, same role under RLS",
     )
-
-
-def surface_page_figure(database: Any, workdir: Path) -> Figure:
-    with _bench(database, workdir) as bench:
-        _store_200k(bench, database)
-        query = bench.host.services.session_query
-
-        def whole() -> None:
-            assert len(bench.run(query.read_surface("log-200k")).events) == SURFACE
-
-        def page() -> None:
-            assert len(bench.run(query.read_surface_page("log-200k", limit=SURFACE_PAGE)).entries) == SURFACE_PAGE
-
-        baseline, value = interleaved(whole, page)
-    return Figure.timed(
+    yield Figure.timed(
         "pg_surface_page_200k",
-        value,
-        baseline,
+        paged,
+        whole,
         target=0.25,
         note=f"session_query.read_surface_page of the newest {SURFACE_PAGE} entries of a persisted 200,000-event log "
         "(2,000 on the surface) vs its read_surface of the whole surface, same role under RLS",
@@ -380,7 +362,10 @@ def figures(workdir: Path) -> Iterator[Figure]:
         return
     seconds = float(os.environ.get("DSH_BENCH_LOAD_SECONDS", "60"))
     try:
-        for figure in (read_surface_figure, surface_page_figure, list_sessions_figure, append_flush_figure):
+        database = server.database()
+        yield from surface_figures(database, workdir)
+        server.drop(database.name)
+        for figure in (list_sessions_figure, append_flush_figure):
             database = server.database()
             yield figure(database, workdir)
             server.drop(database.name)

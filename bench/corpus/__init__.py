@@ -53,6 +53,7 @@ from bench.corpus.material import (
     Ids,
     SessionFile,
     Texts,
+    session_start,
 )
 from bench.corpus.opencode import OpenCodeCorpus, generate_opencode
 
@@ -249,18 +250,16 @@ def _targets(rng: random.Random, count: int, total: float) -> list[int]:
     return [max(2_000, int(weight * scale)) for weight in weights]
 
 
-def _big_habits(size: int, heavy_size: int) -> Habits:
+def _big_habits(size: int, heavy_cap: int) -> Habits:
+    """A big session's habits: its outputs of megabytes a 40th of its size, at most `heavy_cap` bytes."""
+    heavy_size = min(heavy_cap, max(1, size // 40))
     return Habits(
         rewind=0.02, compact_every=max(64_000, size // 12), heavy_every=max(1, size // 6), heavy_size=heavy_size
     )
 
 
-def _start(rng: random.Random) -> int:
-    return BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
-
-
 def _big_claude(home: _Home, size: int, cwd: str, session_id: bytes | None = None) -> SessionFile:
-    habits = _big_habits(size, heavy_size=min(3_000_000, max(1, size // 40)))
+    habits = _big_habits(size, heavy_cap=3_000_000)
     return home.claude_session(size, habits, cwd=cwd, start=BASE_MS, session_id=session_id)
 
 
@@ -300,7 +299,7 @@ def generate(
     big_claude = _big_claude(home, big_claude_size, CWDS[0])
     big_codex = home.codex_session(
         codex_big_size,
-        _big_habits(codex_big_size, heavy_size=min(5_000_000, max(1, codex_big_size // 40))),
+        _big_habits(codex_big_size, heavy_cap=5_000_000),
         cwd=CWDS[1],
         start=BASE_MS + DAY_MS,
     )
@@ -318,9 +317,9 @@ def generate(
         extra = f"This is about the {PLANTED_PHRASE} job." if plant else ""
         cwd = rng.choice(CWDS)
         if index < len(small_claude):
-            written = home.claude_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+            written = home.claude_session(target, habits, cwd=cwd, start=session_start(rng), extra=extra)
         else:
-            written = home.codex_session(target, habits, cwd=cwd, start=_start(rng), extra=extra)
+            written = home.codex_session(target, habits, cwd=cwd, start=session_start(rng), extra=extra)
         if plant:
             planted_ids.append(written.session_id)
     gemini = _gemini(out, seed, gemini_gb) if gemini_gb else None
@@ -351,13 +350,13 @@ def _gemini(out: Path, seed: int, gb: float) -> tuple[_Home, SessionFile]:
     home = _Home(out, rng, Blobs(random.Random(seed + 3)))
     total = gb * 1e9
     big_size = int(total * BIG_GEMINI_SHARE)
-    habits = _big_habits(big_size, heavy_size=min(3_000_000, max(1, big_size // 40)))
+    habits = _big_habits(big_size, heavy_cap=3_000_000)
     big = home.gemini_session(big_size, habits, cwd=CWDS[2], start=BASE_MS + 2 * DAY_MS)
     sessions = max(2, min(MAX_SESSIONS, round(gb * SESSIONS_PER_GB)))
     for target in _targets(rng, sessions - 1, total - big_size):
         compact = rng.random() < 0.05
         habits = Habits(rewind=0.03, compact_every=max(4_000, target // 2) if compact else 0)
-        home.gemini_session(target, habits, cwd=rng.choice(CWDS), start=_start(rng))
+        home.gemini_session(target, habits, cwd=rng.choice(CWDS), start=session_start(rng))
     return home, big
 
 
@@ -442,7 +441,7 @@ def write_claude_session(base: Path, size: int, seed: int = 0, cwd: str = CWDS[2
     """One Claude Code transcript of about `size` bytes in the home `base`."""
     rng = random.Random(seed)
     home = _Home(base.parent, rng, Blobs(random.Random(seed + 1), count=40), claude=base)
-    return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=_start(rng))
+    return home.claude_session(size, Habits(rewind=0.0), cwd=cwd, start=session_start(rng))
 
 
 def _iso_ms(stamp: str) -> int:

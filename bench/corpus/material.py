@@ -121,6 +121,11 @@ BASE_MS = 1_748_736_000_000  # 2025-06-01T00:00:00Z
 DAY_MS = 86_400_000
 
 
+def session_start(rng: random.Random) -> int:
+    """When a session other than a big one starts: any moment of the 540 days from `BASE_MS`."""
+    return BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
+
+
 class Ids:
     """Random uuids and hex ids as bytes."""
 

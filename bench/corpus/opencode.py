@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.corpus.material import BASE_MS, CWDS, DAY_MS, TOPICS, Blobs, SessionFile, Texts
+from bench.corpus.material import BASE_MS, CWDS, DAY_MS, TOPICS, Blobs, SessionFile, Texts, session_start
 
 SESSIONS_PER_GB = 5_000
 BIG_SHARE = 0.25
@@ -408,7 +408,7 @@ def generate_opencode(folder: Path, gb: float, seed: int = 0, *, big_gb: float |
         target = max(2_000, int(weight * scale))
         texts = Texts(rng, rng.choice(TOPICS))
         with db.transaction():
-            db.clock = BASE_MS + rng.randrange(540) * DAY_MS + rng.randrange(DAY_MS)
+            db.clock = session_start(rng)
             cwd = rng.choice(CWDS)
             compact_every = target // 2 if rng.random() < 0.05 else 0
             sid, written = _session(db, rng, texts, outputs, cwd, target, compact_every)

@@ -243,7 +243,9 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None,
     if every == (session_id is not None):
         raise ConfigError("dsh sessions export: name one SESSION_ID or give --all")
     if as_html:
-        _export_html(host, session_id, every, output)
+        if session_id is None:
+            raise ConfigError("dsh sessions export --html: name one SESSION_ID (--all writes JSONL only)")
+        _export_html(host, session_id, output)
         return
     logs = _every_log(host) if every else [_one_log(host, cast(str, session_id))]
     if output is None:
@@ -254,13 +256,11 @@ def export(host: Host, session_id: str | None, every: bool, output: Path | None,
             _write_logs(fh, logs)
 
 
-def _export_html(host: Host, session_id: str | None, every: bool, output: Path | None) -> None:
+def _export_html(host: Host, session_id: str, output: Path | None) -> None:
     import asyncio
 
     from dsh_host.store.base import SessionNotFound
 
-    if every or session_id is None:
-        raise ConfigError("dsh sessions export --html: name one SESSION_ID (--all writes JSONL only)")
     pages = host.services.get("session_html")
     if pages is None:
         raise DshError("dsh sessions export --html needs the web plugin: pip install 'dsh-host[web]' and mount web")
